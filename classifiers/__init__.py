@@ -1,0 +1,1 @@
+"""fastText quality-classifier recipes (training data spec, hyperparameters) and how to train them."""

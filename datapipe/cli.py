@@ -1,0 +1,130 @@
+"""The ``datapipe`` command.
+
+    datapipe inspect PATH [--rows N] [--chars N]   a token cache or a mixture output folder: rows, tokens,
+                                                   tokenizer, and the first rows decoded
+    datapipe build ...                             same as ``python -m pipelines.build_mixture ...``
+
+Errors a user can fix print one line (``error: ...``) and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from datapipe import __version__
+from datapipe.config import TokenizerConfig
+from datapipe.errors import DatapipeError
+from datapipe.io import fs
+from datapipe.store.cache import LEDGER, TokenCache
+from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.tokenize.tokenizer import load_tokenizer
+
+
+def _shorten(text: str, n: int) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= n else text[:n] + f"... (+{len(text) - n} chars)"
+
+
+def _print_cache(
+    cache: TokenCache, rows: int, chars: int, decoder: Callable[[list[int]], str] | None
+) -> None:
+    tok = cache.tokenizer
+    print(f"cache:     {cache.path}")
+    print(f"rows:      {cache.num_rows:,}")
+    print(f"tokens:    {cache.num_tokens:,}")
+    print(
+        f"tokenizer: {tok.name} (vocab {tok.vocab_size:,}, sha256 {tok.sha256[:12]}, bos={tok.add_bos}, eos={tok.add_eos})"
+    )
+    print(f"shards:    {len(cache.ledger['shard_rows'])}")
+    if decoder is None:
+        print("(tokenizer not loadable here; rows shown as ids)")
+    for i in range(min(rows, cache.num_rows)):
+        ids = cache.row(i).tolist()
+        shown = decoder(ids) if decoder else " ".join(map(str, ids[:64]))
+        print(f"  row {i} ({len(ids)} tokens): {_shorten(shown, chars)}")
+
+
+def _decoder_for(cache: TokenCache) -> Callable[[list[int]], str] | None:
+    tok = cache.tokenizer
+    try:
+        loaded = load_tokenizer(TokenizerConfig(path=tok.name, add_bos=tok.add_bos, add_eos=tok.add_eos))
+    except Exception:  # e.g. a tokenizer referenced by a path that is gone: show ids instead of failing
+        return None
+    if loaded.identity.sha256 != tok.sha256:
+        return None
+    return loaded.decode
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    path = args.path.rstrip("/")
+    if fs.exists(fs.join(path, LEDGER)):
+        cache = TokenCache.open(path)
+        _print_cache(cache, args.rows, args.chars, _decoder_for(cache))
+        return 0
+    if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
+        doc = read_manifest(path)
+        print(f"mixture {doc['name']} (seed {doc['seed']}, tokenizer {doc['tokenizer']['name']})")
+        print(f"{'component':<18} {'weight':>9} {'share':>7} {'rows':>8} {'tokens':>12}")
+        for c in doc["components"]:
+            print(
+                f"{c['name']:<18} {c['weight']:>9.4g} {c['normalized_weight']:>7.2%} {c['rows']:>8,} {c['tokens']:>12,}"
+            )
+        total = sum(c["tokens"] for c in doc["components"])
+        print(f"{'total':<18} {'':>9} {'':>7} {sum(c['rows'] for c in doc['components']):>8,} {total:>12,}")
+        for c in doc["components"]:
+            print()
+            cache = open_component(path, doc, c["name"])
+            _print_cache(cache, args.rows, args.chars, _decoder_for(cache))
+        return 0
+    raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
+
+
+def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
+    from pipelines.build_mixture import run
+
+    return run(rest)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="datapipe", description="Reproducible LM data pipelines.")
+    ap.add_argument("--version", action="version", version=f"datapipe {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser(
+        "inspect", help="show a token cache or a mixture output: rows, tokens, tokenizer, first rows"
+    )
+    p.add_argument(
+        "path", help="a cache folder (with shard_ledger.json) or a mixture output folder / mixture.json"
+    )
+    p.add_argument("--rows", type=int, default=3, help="rows to decode (default 3)")
+    p.add_argument(
+        "--chars", type=int, default=240, help="characters of each decoded row to show (default 240)"
+    )
+    sub.add_parser(
+        "build", help="build a mixture (python -m pipelines.build_mixture; see its --help)", add_help=False
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = make_parser()
+    try:
+        if argv[:1] == ["build"]:
+            sys.exit(cmd_build(argparse.Namespace(), argv[1:]))
+        args = ap.parse_args(argv)
+        if args.command == "inspect":
+            sys.exit(cmd_inspect(args))
+        ap.print_help()
+        sys.exit(0 if not argv else 2)
+    except DatapipeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except BrokenPipeError:  # `datapipe inspect ... | head`
+        sys.stderr.close()
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

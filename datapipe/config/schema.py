@@ -1,0 +1,93 @@
+"""Validate parsed documents against ``schemas/`` and turn the first problem into a one-line :class:`ConfigError`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+
+import schemas
+from datapipe.errors import ConfigError
+
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _registry() -> Registry:
+    resources = [(s["$id"], Resource.from_contents(s)) for s in (schemas.load(n) for n in schemas.NAMES)]
+    return Registry().with_resources(resources)
+
+
+def _field_path(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _describe(value: Any) -> str:
+    kind = _JSON_TYPES.get(type(value), type(value).__name__)
+    if value is None:
+        return "null"
+    text = repr(value)
+    return f"{kind} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _message(err: ValidationError) -> tuple[str, str]:
+    """Return (field path, human message) for one validation error."""
+    path = _field_path(err.absolute_path)
+    v, inst = err.validator, err.instance
+    if v == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(inst) - set(allowed)) if isinstance(inst, dict) else []
+        key = extra[0] if extra else "?"
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return (f"{path}.{key}" if path else key), f"unknown key {key!r}{hint}"
+    if v == "required":
+        missing = [k for k in err.validator_value if isinstance(inst, dict) and k not in inst]
+        key = missing[0] if missing else "?"
+        return (f"{path}.{key}" if path else key), "required key is missing"
+    if v == "type":
+        want = (
+            err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        )
+        return path, f"expected {want}, got {_describe(inst)}"
+    if v == "enum":
+        return path, f"expected one of {', '.join(map(repr, err.validator_value))}, got {_describe(inst)}"
+    if v == "exclusiveMinimum":
+        return path, f"expected a number > {err.validator_value}, got {inst!r}"
+    if v == "minimum":
+        return path, f"expected a number >= {err.validator_value}, got {inst!r}"
+    if v == "maximum":
+        return path, f"expected a number <= {err.validator_value}, got {inst!r}"
+    if v in ("minItems", "minProperties"):
+        return (
+            path,
+            f"expected at least {err.validator_value} entr{'y' if err.validator_value == 1 else 'ies'}",
+        )
+    if v == "pattern":
+        return path, f"{inst!r} does not match the pattern {err.validator_value!r}"
+    if v == "minLength":
+        return path, "expected a non-empty string"
+    return path, err.message
+
+
+def validate(instance: Any, schema_name: str, *, file: str) -> None:
+    """Raise :class:`ConfigError` for the first problem (in document order) of ``instance`` against a schema."""
+    schema = schemas.load(schema_name)
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema, registry=_registry())
+    errors = list(validator.iter_errors(instance))
+    if not errors:
+        return
+    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.validator != "additionalProperties"))
+    err = errors[0]
+    if "propertyNames" in err.schema_path:  # the instance is the offending key itself
+        base = _field_path(err.absolute_path)
+        key = str(err.instance)
+        rule = f"must match {err.validator_value!r}" if err.validator == "pattern" else err.message
+        raise ConfigError(file, f"{base}.{key}" if base else key, f"invalid name {key!r}: {rule}")
+    path, message = _message(err)
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    raise ConfigError(file, path, message + more)

@@ -1,0 +1,1 @@
+"""Text extraction: HTML (from WARC responses) to plain text."""

@@ -1,0 +1,1 @@
+"""Readers and writers for the formats datapipe consumes and produces, all through fsspec URLs."""

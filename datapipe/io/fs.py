@@ -1,0 +1,118 @@
+"""Small fsspec helpers: URL joins, deterministic globbing, atomic writes.
+
+Every path in datapipe is an fsspec URL or a local path; local paths stay plain strings so that error messages show
+what the user typed.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+
+import fsspec
+from fsspec.core import url_to_fs
+
+
+def has_protocol(path: str) -> bool:
+    return "://" in path
+
+
+def is_local(path: str) -> bool:
+    return not has_protocol(path) or path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def join(base: str, *parts: str) -> str:
+    """Join URL or path parts with '/', keeping the protocol of ``base``."""
+    if is_local(base):
+        return os.path.join(local_path(base), *parts)
+    return posixpath.join(base, *parts)
+
+
+def resolve(path: str, base_dir: str) -> str:
+    """An absolute path or URL stays; a relative one is taken from ``base_dir``."""
+    if has_protocol(path):
+        return path
+    if os.path.isabs(path):
+        return path
+    if has_protocol(base_dir) and not base_dir.startswith("file://"):
+        return posixpath.normpath(posixpath.join(base_dir, path)).replace(":/", "://", 1)
+    return os.path.normpath(os.path.join(local_path(base_dir), path))
+
+
+def glob(pattern: str) -> list[str]:
+    """Files matching ``pattern``, sorted, as URLs of the same form as the pattern (plain paths stay plain)."""
+    fs, fs_path = url_to_fs(pattern)
+    if any(c in fs_path for c in "*?["):
+        matches = fs.glob(fs_path)
+    else:
+        matches = [fs_path] if fs.exists(fs_path) else []
+    files = sorted(m for m in matches if fs.isfile(m))
+    if is_local(pattern):
+        return files
+    return [fs.unstrip_protocol(m) for m in files]
+
+
+def exists(url: str) -> bool:
+    fs, path = url_to_fs(url)
+    return fs.exists(path)
+
+
+def size(url: str) -> int:
+    fs, path = url_to_fs(url)
+    return int(fs.size(path))
+
+
+def makedirs(url: str) -> None:
+    fs, path = url_to_fs(url)
+    fs.makedirs(path, exist_ok=True)
+
+
+def remove(url: str) -> None:
+    """Remove a file or a folder tree; a missing path is fine."""
+    fs, path = url_to_fs(url)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
+def read_bytes(url: str) -> bytes:
+    with fsspec.open(url, "rb") as f:
+        return f.read()
+
+
+def read_text(url: str) -> str:
+    return read_bytes(url).decode("utf-8")
+
+
+def write_bytes_atomic(url: str, data: bytes) -> None:
+    """Write a file so that readers see either nothing or all of it.
+
+    Locally: a temporary file in the same folder, fsynced, then ``os.replace``. On object stores (gs, s3) a single
+    object upload is already atomic.
+    """
+    if is_local(url):
+        path = local_path(url)
+        folder = os.path.dirname(path) or "."
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + ".")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return
+    fs, path = url_to_fs(url)
+    fs.pipe_file(path, data)
+
+
+def write_text_atomic(url: str, text: str) -> None:
+    write_bytes_atomic(url, text.encode("utf-8"))

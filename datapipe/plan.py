@@ -1,0 +1,98 @@
+"""Plan a mixture build: for each source, its stages, each with a version hash and an output folder.
+
+A stage's hash covers its config and the hashes (or, for raw files, URL and size) of its inputs, not the code:
+``<output>/<source>/<stage>-<hash8>/``. Changing one stage's config changes its hash and every later stage's, so a
+rerun redoes exactly what changed; a stage whose ``_SUCCESS`` exists is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.extract.stage import ExtractStage
+from datapipe.io import fs
+from datapipe.io.shards import Shard, make_shards
+from datapipe.stage import Stage, is_done
+from datapipe.tokenize.stage import TokenizeStage
+from datapipe.tokenize.tokenizer import TokenizerIdentity
+
+STAGES = ("extract", "tokenize")
+
+
+def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
+    blob = json.dumps(
+        {"stage": stage, "config": config, "inputs": inputs}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    source: str
+    stage: str
+    config: dict[str, Any]
+    inputs: tuple[Any, ...]
+    hash: str
+    out_dir: str
+    shards: tuple[Shard, ...]
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.stage}-{self.hash[:8]}"
+
+    @property
+    def done(self) -> bool:
+        return is_done(self.out_dir)
+
+    def record(self) -> dict[str, Any]:
+        """What ``stage.json`` says about how this stage was made."""
+        return {"hash": self.hash, "config": self.config, "inputs": list(self.inputs)}
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    source: SourceConfig
+    stages: tuple[StagePlan, ...]
+
+    def stage(self, name: str) -> StagePlan:
+        return next(s for s in self.stages if s.stage == name)
+
+
+def _make(
+    source: str, stage: str, config: dict, inputs: list, output: str, shards: tuple[Shard, ...]
+) -> StagePlan:
+    h = stage_hash(stage, config, inputs)
+    return StagePlan(
+        source, stage, config, tuple(inputs), h, fs.join(output, source, f"{stage}-{h[:8]}"), shards
+    )
+
+
+def plan_mixture(
+    mixture: MixtureConfig,
+    sources: tuple[SourceConfig, ...],
+    files: dict[str, list[str]],
+    tokenizer: TokenizerIdentity,
+) -> list[SourcePlan]:
+    plans = []
+    for src in sources:
+        shards = make_shards(files[src.name], mixture.data_root)
+        raw_inputs = [{"url": s.url, "size": fs.size(s.url)} for s in shards]
+        extract = _make(src.name, "extract", src.reader_config(), raw_inputs, mixture.output, shards)
+        tok_cfg = {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}
+        tokenize = _make(src.name, "tokenize", tok_cfg, [extract.hash], mixture.output, shards)
+        plans.append(SourcePlan(src, (extract, tokenize)))
+    return plans
+
+
+def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> Stage:
+    """The stage object (plain Python, picklable) that processes ``stage``'s shards."""
+    if stage.stage == "extract":
+        return ExtractStage(plan.source, stage.out_dir)
+    if stage.stage == "tokenize":
+        upstream = plan.stages[plan.stages.index(stage) - 1]
+        return TokenizeStage(plan.source.name, mixture.tokenizer, upstream.out_dir, stage.out_dir)
+    raise ValueError(f"unknown stage {stage.stage!r}")

@@ -1,0 +1,106 @@
+"""The stage contract shared by every engine (Beam, datatrove, a plain loop).
+
+A stage processes one input shard at a time into its own output files and returns the shard's statistics; a
+finished shard leaves ``part-NNNNN.stats.json`` as its commit marker, written after its outputs, so a rerun skips
+it. When all shards are done, :func:`finish_stage` merges their statistics in shard order, lets the stage finalize
+(e.g. consolidate caches), writes ``stage.json`` and, last, ``_SUCCESS``.
+
+Nothing here imports Beam: ``pipelines/`` wraps these functions in ``DoFn``s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Protocol
+
+from datapipe import __version__
+from datapipe.io import fs
+from datapipe.io.shards import Shard
+from datapipe.stats import StageStats, merge_all
+
+SUCCESS = "_SUCCESS"
+STAGE_JSON = "stage.json"
+
+
+class Stage(Protocol):
+    """One stage of one source. Instances are small and picklable; heavy resources load in :meth:`setup`."""
+
+    name: str
+    source: str
+    out_dir: str
+
+    def setup(self) -> None: ...
+
+    def has_output(self, shard: Shard) -> bool:
+        """Whether this shard's outputs are present (a commit marker without them means: redo the shard)."""
+        ...
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        """Write this shard's outputs atomically under ``out_dir`` and return its statistics."""
+        ...
+
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        """Called once after every shard is done; returns extra fields for ``stage.json``."""
+        ...
+
+
+def stats_path(out_dir: str, shard: Shard) -> str:
+    return fs.join(out_dir, f"{shard.part}.stats.json")
+
+
+def run_shard(stage: Stage, shard: Shard) -> StageStats:
+    """Process a shard unless an earlier run already committed it; either way return its statistics."""
+    marker = stats_path(stage.out_dir, shard)
+    if fs.exists(marker) and stage.has_output(shard):
+        return StageStats.from_dict(json.loads(fs.read_text(marker))["stats"])
+    t0 = time.perf_counter()
+    stats = stage.process_shard(shard)
+    if not stats.balanced:
+        raise AssertionError(
+            f"{stage.source}/{stage.name} {shard.url}: accounting does not balance: "
+            f"in={stats.docs_in} kept={stats.docs_kept} removed={dict(stats.removed)}"
+        )
+    record = {"shard": shard.name, "index": shard.index, "stats": stats.to_dict()}
+    fs.write_text_atomic(marker, json.dumps(record, sort_keys=True) + "\n")
+    fs.write_text_atomic(
+        fs.join(stage.out_dir, f"{shard.part}.timing.json"),
+        json.dumps({"seconds": time.perf_counter() - t0}) + "\n",
+    )
+    return stats
+
+
+def finish_stage(
+    stage: Stage, shards: list[Shard], stats: list[StageStats], plan: dict[str, Any]
+) -> StageStats:
+    """Merge shard statistics (in shard order), finalize, write ``stage.json`` then ``_SUCCESS``.
+
+    ``stage.json`` holds no wall-clock times, so a rerun after a kill writes the same bytes as an uninterrupted run.
+    """
+    order = sorted(range(len(shards)), key=lambda i: shards[i].index)
+    shards = [shards[i] for i in order]
+    stats = [stats[i] for i in order]
+    total = merge_all(stats)
+    extra = stage.finalize(shards, stats)
+    doc = {
+        "datapipe_version": __version__,
+        "source": stage.source,
+        "stage": stage.name,
+        **plan,
+        "counts": total.to_dict(),
+        "shards": [
+            {"index": s.index, "name": s.name, **st.to_dict()} for s, st in zip(shards, stats, strict=True)
+        ],
+        **extra,
+    }
+    fs.write_text_atomic(fs.join(stage.out_dir, STAGE_JSON), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    fs.write_text_atomic(fs.join(stage.out_dir, SUCCESS), "")
+    return total
+
+
+def is_done(out_dir: str) -> bool:
+    return fs.exists(fs.join(out_dir, SUCCESS))
+
+
+def read_stage_json(out_dir: str) -> dict[str, Any]:
+    return json.loads(fs.read_text(fs.join(out_dir, STAGE_JSON)))

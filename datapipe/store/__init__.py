@@ -1,0 +1,1 @@
+"""The jagged token cache (Levanter's layout in TensorStore zarr3) and the mixture manifest."""

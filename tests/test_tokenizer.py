@@ -1,0 +1,41 @@
+"""The bundled GPT-2 tokenizer, built offline from OpenAI's encoder.json / vocab.bpe."""
+
+from __future__ import annotations
+
+import pytest
+
+from datapipe.config import TokenizerConfig
+from datapipe.errors import DatapipeError
+from datapipe.tokenize.tokenizer import build_gpt2, load_tokenizer
+
+
+def test_hello_world_is_gpt2():
+    assert build_gpt2().encode("Hello world").ids == [15496, 995]
+
+
+def test_identity_and_eos():
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_bos=False, add_eos=True))
+    ident = tok.identity
+    assert ident.vocab_size == 50257 and ident.eos_id == 50256
+    assert len(ident.sha256) == 64
+    assert tok.encode_batch(["Hello world", ""]) == [[15496, 995, 50256], [50256]]
+    text = "naïve café — ünïcode 😀\n\tindented"
+    assert tok.decode(tok.encode_batch([text])[0][:-1]) == text
+    # stable across loads
+    assert load_tokenizer(TokenizerConfig("builtin:gpt2")).identity == ident
+
+
+def test_load_from_tokenizer_json_path(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(build_gpt2().to_str())
+    by_dir = load_tokenizer(TokenizerConfig(str(tmp_path)))
+    by_file = load_tokenizer(TokenizerConfig(str(tmp_path / "tokenizer.json")))
+    builtin = load_tokenizer(TokenizerConfig("builtin:gpt2"))
+    assert by_dir.identity.sha256 == by_file.identity.sha256 == builtin.identity.sha256
+    assert by_file.encode_batch(["Hello world"]) == [[15496, 995, 50256]]
+
+
+def test_missing_tokenizer_and_bos_errors(tmp_path):
+    with pytest.raises(DatapipeError, match="no tokenizer file"):
+        load_tokenizer(TokenizerConfig(str(tmp_path / "nope")))
+    with pytest.raises(DatapipeError, match="unknown bundled tokenizer"):
+        load_tokenizer(TokenizerConfig("builtin:llama3"))
