@@ -1,6 +1,7 @@
 """Plan a mixture build: for each source, its stages, each with a version hash and an output folder.
 
-A stage's hash covers its config and the hashes (or, for raw files, URL and size) of its inputs, not the code:
+A stage's hash covers its config and the hashes (or, for raw files, name under the data root and size) of its
+inputs, not the code:
 ``<output>/<source>/<stage>-<hash8>/``. Changing one stage's config changes its hash and every later stage's, so a
 rerun redoes exactly what changed; a stage whose ``_SUCCESS`` exists is skipped.
 """
@@ -80,7 +81,9 @@ def plan_mixture(
     plans = []
     for src in sources:
         shards = make_shards(files[src.name], mixture.data_root)
-        raw_inputs = [{"url": s.url, "size": fs.size(s.url)} for s in shards]
+        # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a bucket
+        # copy) keeps its hashes; the size guards against a file replaced under the same name
+        raw_inputs = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
         extract = _make(src.name, "extract", src.reader_config(), raw_inputs, mixture.output, shards)
         tok_cfg = {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}
         tokenize = _make(src.name, "tokenize", tok_cfg, [extract.hash], mixture.output, shards)

@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> None:
     except DatapipeError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except BrokenPipeError:  # output piped into `head`
+        sys.stderr.close()
+        sys.exit(0)
 
 
 if __name__ == "__main__":
