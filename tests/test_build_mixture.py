@@ -159,3 +159,13 @@ def test_stage_dirs_are_versioned(built_small):
     names = sorted(os.listdir(out / "web"))
     assert len(names) == 2 and names[0].startswith("extract-") and names[1].startswith("tokenize-")
     assert all(len(n.split("-")[1]) == 8 for n in names)
+
+
+def test_extracted_records_follow_the_document_schema(built_small):
+    from datapipe.config.schema import validate
+
+    out, _ = built_small
+    for source in ("web", "code", "prose"):
+        for part in sorted(_stage_dir(out, source, "extract").glob("part-*.jsonl.zst")):
+            for doc in read_records(str(part)):
+                validate(doc, "document", file=str(part))
