@@ -75,7 +75,7 @@ def test_accounting_balances(built_small):
         assert (_stage_dir(out, source, "extract") / "_SUCCESS").exists()
         assert not (_stage_dir(out, source, "tokenize") / "shards").exists()
     web = json.loads((_stage_dir(out, "web", "extract") / "stage.json").read_text())["counts"]
-    assert web["skipped"]["warc.request"] > 0 and web["removed"]["read.not_html"] > 0
+    assert web["skipped"]["warc/request"] > 0 and web["removed"]["read/not_html"] > 0
 
 
 def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):

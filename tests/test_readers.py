@@ -28,9 +28,9 @@ def test_real_crawl_iana():
     # pywb's iana.warc.gz: 343 records, 48 responses
     assert stats.docs_in == 48
     assert sum(stats.skipped.values()) + stats.docs_in == 343
-    assert stats.skipped["warc.request"] == 171 and stats.skipped["warc.revisit"] == 123
+    assert stats.skipped["warc/request"] == 171 and stats.skipped["warc/revisit"] == 123
     assert len(docs) + sum(stats.removed.values()) == 48
-    assert stats.removed["read.not_html"] > 0  # css, js, images
+    assert stats.removed["read/not_html"] > 0  # css, js, images
     assert all(d["metadata"]["url"].startswith("http") for d in docs)
     assert all(d["metadata"]["warc_record_id"].startswith("<urn:uuid:") for d in docs)
     assert docs[0]["id"] == "crawl/iana.warc.gz:0"
@@ -88,10 +88,10 @@ def test_bad_jsonl_lines_are_counted_not_lost(tmp_path):
     assert [d["id"] for d in docs] == ["bad.jsonl.gz:0", "bad.jsonl.gz:5"]
     assert stats.docs_in == 6
     assert dict(stats.removed) == {
-        "read.invalid_json": 1,
-        "read.missing_text": 1,
-        "read.text_not_string": 1,
-        "read.not_an_object": 1,
+        "read/invalid_json": 1,
+        "read/missing_text": 1,
+        "read/text_not_string": 1,
+        "read/not_an_object": 1,
     }
 
 

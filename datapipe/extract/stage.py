@@ -52,7 +52,7 @@ class ExtractStage:
             else:
                 text = rec["text"]
             if not text.strip():
-                stats.remove("extract.empty")
+                stats.remove("extract/empty")
                 continue
             rec["text"] = text
             stats.docs_kept += 1

@@ -15,16 +15,15 @@ from typing import Any
 import fsspec
 import orjson
 import pyarrow.parquet as pq
-from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from datapipe.errors import InputError
 from datapipe.io.jsonl import iter_lines
 from datapipe.io.shards import Shard
+from datapipe.io.warc import read_warc
 from datapipe.stats import StageStats
 
 log = logging.getLogger(__name__)
 
-HTML_TYPES = ("text/html", "application/xhtml+xml")
 _SCALARS = (str, int, float, bool)
 
 
@@ -38,18 +37,18 @@ def read_jsonl(
             rec = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             log.warning("%s: line %d: not valid JSON (%s); removed", shard.url, line_no, e)
-            stats.remove("read.invalid_json")
+            stats.remove("read/invalid_json")
             continue
         if not isinstance(rec, dict):
-            stats.remove("read.not_an_object")
+            stats.remove("read/not_an_object")
             continue
         text = rec.get(text_field)
         if text is None:
             log.warning("%s: line %d: no field %r; removed", shard.url, line_no, text_field)
-            stats.remove("read.missing_text")
+            stats.remove("read/missing_text")
             continue
         if not isinstance(text, str):
-            stats.remove("read.text_not_string")
+            stats.remove("read/text_not_string")
             continue
         meta: dict[str, Any] = dict(rec["metadata"]) if isinstance(rec.get("metadata"), dict) else {}
         for k, v in rec.items():
@@ -78,7 +77,7 @@ def read_parquet(
                 stats.docs_in += 1
                 i = row + j
                 if text is None:
-                    stats.remove("read.missing_text")
+                    stats.remove("read/missing_text")
                     continue
                 stats.bytes_in += len(text)
                 meta = {k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)}
@@ -86,45 +85,6 @@ def read_parquet(
                     meta["source_id"] = cols[id_field][j]
                 yield {"id": shard.doc_id(i), "text": text, "source": source, "metadata": meta}
             row += batch.num_rows
-
-
-def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
-    """HTTP responses with an HTML content type, as ``html`` bytes plus the declared charset."""
-    index = 0
-    with fsspec.open(shard.url, "rb") as f:
-        for record in ArchiveIterator(f, parse_http=True):
-            rtype = record.record_type
-            if rtype != WarcRecordType.response:
-                stats.skip(f"warc.{str(rtype).split('.')[-1]}")
-                continue
-            i = index
-            index += 1
-            stats.docs_in += 1
-            ctype = (record.http_content_type or "").lower()
-            status = record.http_headers.status_code if record.http_headers is not None else None
-            if status is not None and not 200 <= status < 300:
-                record.reader.consume()
-                stats.remove("read.http_not_ok")
-                continue
-            if not ctype.startswith(HTML_TYPES):
-                record.reader.consume()
-                stats.remove("read.not_html")
-                continue
-            payload = record.reader.read()
-            stats.bytes_in += len(payload)
-            h = record.headers
-            yield {
-                "id": shard.doc_id(i),
-                "html": payload,
-                "charset": record.http_charset,
-                "source": source,
-                "metadata": {
-                    "url": h.get("WARC-Target-URI", ""),
-                    "warc_record_id": h.get("WARC-Record-ID", ""),
-                    "warc_date": h.get("WARC-Date", ""),
-                    "content_type": ctype,
-                },
-            }
 
 
 def read_shard(

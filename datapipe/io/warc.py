@@ -1,0 +1,179 @@
+"""WARC and WET reading with FastWARC that survives damaged files.
+
+FastWARC stops at the first bad record header or corrupt gzip member, and returns a record cut short by a truncated
+member without complaint. This reader therefore:
+
+- compares the payload bytes read with the record's length and counts a short record as
+  ``removed["read/truncated_record"]`` instead of passing half a page on;
+- after an error (or an early stop), searches forward for the next record start (a gzip or LZ4 member, or a
+  ``WARC/1.x`` line in an uncompressed file), counts the unreadable stretch as ``skipped["warc/corrupt_region"]``
+  and goes on from there, so one bad spot costs the records in it, not the rest of the file.
+
+Yielded records are HTTP ``response`` records with an HTML content type (as ``html`` bytes plus the declared
+charset) and WET ``conversion`` records (as ``text``). Every other record type is counted under
+``skipped["warc/<type>"]``; a response that is not HTML or not 2xx is a document removed with a reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import IO
+
+import fsspec
+from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+from datapipe.io.shards import Shard
+from datapipe.stats import StageStats
+
+log = logging.getLogger(__name__)
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+GZIP_MAGIC = b"\x1f\x8b\x08"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+SCAN_CHUNK = 1 << 20
+
+
+def _kind(head: bytes) -> str:
+    if head.startswith(GZIP_MAGIC[:2]):
+        return "gzip"
+    if head.startswith(LZ4_MAGIC):
+        return "lz4"
+    return "plain"
+
+
+def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
+    """Offset of the next plausible record start at or after ``pos``, or None at the end of the file."""
+    pattern = {"gzip": GZIP_MAGIC, "lz4": LZ4_MAGIC, "plain": b"\nWARC/1."}[kind]
+    shift = 1 if kind == "plain" else 0  # the record starts after the newline
+    f.seek(pos)
+    carry = b""
+    base = pos
+    while True:
+        chunk = f.read(SCAN_CHUNK)
+        if not chunk:
+            return None
+        buf = carry + chunk
+        i = buf.find(pattern)
+        if i >= 0:
+            return base - len(carry) + i + shift
+        carry = buf[-(len(pattern) - 1) :]
+        base += len(chunk)
+
+
+def _meta(record) -> dict:
+    h = record.headers
+    return {
+        "url": h.get("WARC-Target-URI", ""),
+        "warc_record_id": h.get("WARC-Record-ID", ""),
+        "warc_date": h.get("WARC-Date", ""),
+    }
+
+
+def _read_payload(record, stats: StageStats) -> bytes:
+    """The record's payload; a read error counts the (already counted-in) document as truncated, then re-raises."""
+    try:
+        return record.reader.read()
+    except OSError:
+        stats.remove("read/truncated_record")
+        raise
+
+
+def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
+    index = 0  # documents (response / conversion records) seen, for stable ids
+
+    def handle(record) -> dict | None:
+        nonlocal index
+        rtype = record.record_type
+        is_doc = rtype in (WarcRecordType.response, WarcRecordType.conversion)
+        if record.headers.get("Content-Length") is None:  # the header block itself was cut off
+            if is_doc:
+                index += 1
+                stats.docs_in += 1
+                stats.remove("read/truncated_record")
+            else:
+                stats.skip("warc/truncated_header")
+            return None
+        if rtype == WarcRecordType.conversion:
+            i, index = index, index + 1
+            stats.docs_in += 1
+            expected = record.content_length
+            body = _read_payload(record, stats)
+            stats.bytes_in += len(body)
+            if len(body) < expected:
+                stats.remove("read/truncated_record")
+                return None
+            meta = _meta(record)
+            meta["content_type"] = record.headers.get("Content-Type", "text/plain")
+            return {
+                "id": shard.doc_id(i),
+                "text": body.decode("utf-8", errors="replace"),
+                "source": source,
+                "metadata": meta,
+            }
+        if rtype != WarcRecordType.response:
+            stats.skip(f"warc/{str(rtype).split('.')[-1]}")
+            return None
+        i, index = index, index + 1
+        stats.docs_in += 1
+        # read the whole block first: a record cut short must count as truncated, whatever part was lost
+        expected = record.content_length
+        block = _read_payload(record, stats)
+        stats.bytes_in += len(block)
+        if len(block) < expected:
+            stats.remove("read/truncated_record")
+            return None
+        record.set_bytes_content(block)
+        try:
+            record.parse_http()
+        except Exception:  # a response whose HTTP header block is broken
+            stats.remove("read/bad_http_header")
+            return None
+        status = record.http_headers.status_code if record.http_headers is not None else None
+        ctype = (record.http_content_type or "").lower()
+        if status is not None and not 200 <= status < 300:
+            stats.remove("read/http_not_ok")
+            return None
+        if not ctype.startswith(HTML_TYPES):
+            stats.remove("read/not_html")
+            return None
+        payload = record.reader.read()
+        meta = _meta(record)
+        meta["content_type"] = ctype
+        return {
+            "id": shard.doc_id(i),
+            "html": payload,
+            "charset": record.http_charset,
+            "source": source,
+            "metadata": meta,
+        }
+
+    with fsspec.open(shard.url, "rb") as f:
+        kind = _kind(f.read(4))
+        start: int | None = 0
+        pending = False  # a pass ended in an error and no later record has been read yet
+        while start is not None:
+            f.seek(start)
+            last, got, failed = start, 0, False
+            try:
+                for record in ArchiveIterator(f, parse_http=False):
+                    if got == 0 and start > 0:
+                        # records after a restart prove that the stretch before `start` was not readable
+                        stats.skip("warc/corrupt_region")
+                        log.warning("%s: skipped an unreadable stretch before offset %d", shard.url, start)
+                        pending = False
+                    last = record.stream_pos
+                    got += 1
+                    doc = handle(record)
+                    if doc is not None:
+                        yield doc
+            except OSError as e:  # corrupt compressed data or an unreadable header
+                failed = True
+                if got or start == 0:
+                    log.warning("%s: read error after offset %d: %s", shard.url, last, e)
+            if failed and (got or start == 0):
+                pending = True
+            start = _next_start(f, last + 1, kind)
+        if pending:
+            stats.skip("warc/corrupt_region")
+            log.warning("%s: the rest of the file could not be read", shard.url)
