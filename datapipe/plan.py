@@ -15,13 +15,12 @@ from typing import Any
 
 from datapipe.config import MixtureConfig, SourceConfig
 from datapipe.extract.stage import ExtractStage
+from datapipe.filters.stage import FilterStage
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
 from datapipe.stage import Stage, is_done
 from datapipe.tokenize.stage import TokenizeStage
 from datapipe.tokenize.tokenizer import TokenizerIdentity
-
-STAGES = ("extract", "tokenize")
 
 
 def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
@@ -84,10 +83,14 @@ def plan_mixture(
         # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a bucket
         # copy) keeps its hashes; the size guards against a file replaced under the same name
         raw_inputs = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
-        extract = _make(src.name, "extract", src.reader_config(), raw_inputs, mixture.output, shards)
+        stages = [_make(src.name, "extract", src.reader_config(), raw_inputs, mixture.output, shards)]
+        if src.filters is not None:
+            stages.append(
+                _make(src.name, "filter", src.filters.to_dict(), [stages[-1].hash], mixture.output, shards)
+            )
         tok_cfg = {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}
-        tokenize = _make(src.name, "tokenize", tok_cfg, [extract.hash], mixture.output, shards)
-        plans.append(SourcePlan(src, (extract, tokenize)))
+        stages.append(_make(src.name, "tokenize", tok_cfg, [stages[-1].hash], mixture.output, shards))
+        plans.append(SourcePlan(src, tuple(stages)))
     return plans
 
 
@@ -95,7 +98,10 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
     """The stage object (plain Python, picklable) that processes ``stage``'s shards."""
     if stage.stage == "extract":
         return ExtractStage(plan.source, stage.out_dir)
+    upstream = plan.stages[plan.stages.index(stage) - 1]
+    if stage.stage == "filter":
+        assert plan.source.filters is not None
+        return FilterStage(plan.source.name, plan.source.filters, upstream.out_dir, stage.out_dir)
     if stage.stage == "tokenize":
-        upstream = plan.stages[plan.stages.index(stage) - 1]
         return TokenizeStage(plan.source.name, mixture.tokenizer, upstream.out_dir, stage.out_dir)
     raise ValueError(f"unknown stage {stage.stage!r}")

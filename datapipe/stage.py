@@ -104,3 +104,46 @@ def is_done(out_dir: str) -> bool:
 
 def read_stage_json(out_dir: str) -> dict[str, Any]:
     return json.loads(fs.read_text(fs.join(out_dir, STAGE_JSON)))
+
+
+class DocumentStage:
+    """Base for stages that read the upstream stage's ``part-NNNNN.jsonl.zst`` and write their own.
+
+    Subclasses implement :meth:`keep`, which decides one document (and may rewrite it) and counts a removal in
+    ``stats``; this class does the reading, writing and the ``docs_in``/``docs_kept`` accounting.
+    """
+
+    name: str
+    source: str
+    input_dir: str
+    out_dir: str
+
+    def setup(self) -> None:
+        pass
+
+    def part_url(self, shard: Shard) -> str:
+        return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
+
+    def has_output(self, shard: Shard) -> bool:
+        return fs.exists(self.part_url(shard))
+
+    def keep(self, doc: dict[str, Any], stats: StageStats) -> bool:
+        raise NotImplementedError
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        from datapipe.io.jsonl import read_records, write_records_atomic
+
+        self.setup()
+        stats = StageStats()
+        kept = []
+        for doc in read_records(fs.join(self.input_dir, f"{shard.part}.jsonl.zst")):
+            stats.docs_in += 1
+            if self.keep(doc, stats):
+                stats.docs_kept += 1
+                stats.chars_out += len(doc["text"])
+                kept.append(doc)
+        write_records_atomic(self.part_url(shard), kept)
+        return stats
+
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        return {"parts": [f"{s.part}.jsonl.zst" for s in shards]}

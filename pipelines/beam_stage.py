@@ -28,6 +28,11 @@ class ProcessShard(beam.DoFn):
     def setup(self) -> None:
         self.stage.setup()
 
+    def teardown(self) -> None:
+        teardown = getattr(self.stage, "teardown", None)
+        if teardown is not None:
+            teardown()
+
     def process(self, shard: Shard):
         stats = run_shard(self.stage, shard)
         prefix = f"{self.stage.source}.{self.stage.name}"
@@ -46,9 +51,6 @@ class FinishStage(beam.DoFn):
     def __init__(self, stage: Stage, record: dict[str, Any]) -> None:
         self.stage = stage
         self.record = record
-
-    def setup(self) -> None:
-        self.stage.setup()
 
     def process(self, results: list[tuple[Shard, dict]]):
         shards = [r[0] for r in results]

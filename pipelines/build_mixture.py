@@ -129,15 +129,10 @@ def print_summary(plans: list[SourcePlan]) -> None:
     print(f"{'source':<18} {'docs in':>8} {'docs out':>9} {'removed':>8} {'skipped':>8} {'tokens':>12}")
     tot = [0, 0, 0, 0, 0]
     for sp in plans:
-        ex = read_stage_json(sp.stage("extract").out_dir)["counts"]
-        tk = read_stage_json(sp.stage("tokenize").out_dir)["counts"]
-        row = [
-            ex["docs_in"],
-            tk["docs_kept"],
-            sum(ex["removed"].values()),
-            sum(ex["skipped"].values()),
-            tk["tokens"],
-        ]
+        counts = [read_stage_json(st.out_dir)["counts"] for st in sp.stages]
+        first, last = counts[0], counts[-1]
+        removed = sum(sum(c["removed"].values()) for c in counts)
+        row = [first["docs_in"], last["docs_kept"], removed, sum(first["skipped"].values()), last["tokens"]]
         tot = [a + b for a, b in zip(tot, row, strict=True)]
         print(f"{sp.source.name:<18} {row[0]:>8} {row[1]:>9} {row[2]:>8} {row[3]:>8} {row[4]:>12,}")
     print(f"{'total':<18} {tot[0]:>8} {tot[1]:>9} {tot[2]:>8} {tot[3]:>8} {tot[4]:>12,}")

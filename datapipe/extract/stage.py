@@ -1,21 +1,28 @@
-"""The ``extract`` stage: read an input shard, turn HTML into text, write Dolma-style documents.
+"""The ``extract`` stage: read an input shard, turn HTML into text, identify the language, write documents.
 
 For JSONL and Parquet sources the text is already there; the stage still reads, normalizes the record shape and
 counts, so every later stage sees one format: ``part-NNNNN.jsonl.zst`` per input shard, in input order.
+
+HTML extraction runs in a sandboxed child process with a per-document time limit (``extract.timeout_s``); language
+ID (``langid``) runs in the worker on the extracted text, as DCLM does, and removes what the keep-rules reject.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config import SourceConfig
-from datapipe.extract.html import decode_html, html_to_text
+from datapipe.extract.html import HtmlExtractor
+from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import Shard
+from datapipe.langid import LanguageIdentifier
 from datapipe.stats import StageStats
+
+BATCH = 64  # pages sent to the extraction process at once
 
 
 @dataclass
@@ -23,13 +30,27 @@ class ExtractStage:
     source_config: SourceConfig
     out_dir: str
     name: str = "extract"
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+    _lid: LanguageIdentifier | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:  # worker resources are rebuilt in setup(), never pickled
+        return {**self.__dict__, "_sandbox": None, "_lid": None}
 
     @property
     def source(self) -> str:
         return self.source_config.name
 
+    @property
+    def extractor(self) -> HtmlExtractor:
+        ex = self.source_config.extract
+        return HtmlExtractor(ex.method, ex.main_content, ex.preserve_formatting, ex.preset)
+
     def setup(self) -> None:
-        pass
+        cfg = self.source_config
+        if cfg.format == "warc" and cfg.extract.timeout_s > 0 and self._sandbox is None:
+            self._sandbox = Sandbox(self.extractor, cfg.extract.timeout_s)
+        if cfg.langid is not None and self._lid is None:
+            self._lid = LanguageIdentifier(cfg.langid.model)
 
     def part_url(self, shard: Shard) -> str:
         return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
@@ -37,29 +58,72 @@ class ExtractStage:
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(self.part_url(shard))
 
+    def _extract_batch(self, batch: list[dict]) -> list[str | Failed]:
+        items = [(rec.pop("html"), rec.pop("charset")) for rec in batch]
+        if self._sandbox is not None:
+            return self._sandbox.run(items)
+        extractor = self.extractor
+        out: list[str | Failed] = []
+        for item in items:
+            try:
+                out.append(extractor(item))
+            except Exception as e:  # a parser error on one page removes that page only
+                out.append(Failed("error", str(e)[:200]))
+        return out
+
+    def _keep(self, rec: dict, text: str, stats: StageStats) -> bool:
+        if not text.strip():
+            stats.remove("extract/empty")
+            return False
+        rec["text"] = text
+        lid = self.source_config.langid
+        if lid is not None and self._lid is not None:
+            pred = self._lid.predict(text)
+            rec["metadata"]["language"] = pred.language
+            rec["metadata"]["language_score"] = round(pred.score, 4)
+            if lid.languages and pred.language not in lid.languages:
+                stats.remove("langid/language")
+                return False
+            if pred.score < lid.min_score:
+                stats.remove("langid/score")
+                return False
+        return True
+
     def process_shard(self, shard: Shard) -> StageStats:
+        self.setup()
         cfg = self.source_config
         stats = StageStats()
-        docs = []
+        docs: list[dict] = []
+        pending: list[dict] = []
+
+        def flush_html() -> None:
+            for rec, text in zip(pending, self._extract_batch(pending), strict=True):
+                if isinstance(text, Failed):
+                    stats.remove(f"extract/{text.reason}")
+                elif self._keep(rec, text, stats):
+                    docs.append(rec)
+            pending.clear()
+
         for rec in read_shard(shard, cfg.name, cfg.format, cfg.text_field, cfg.id_field, stats):
             if "html" in rec:
-                html = decode_html(rec.pop("html"), rec.pop("charset"))
-                text = html_to_text(
-                    html,
-                    main_content=cfg.extract.main_content,
-                    preserve_formatting=cfg.extract.preserve_formatting,
-                )
+                pending.append(rec)
+                if len(pending) >= BATCH:
+                    flush_html()
             else:
-                text = rec["text"]
-            if not text.strip():
-                stats.remove("extract/empty")
-                continue
-            rec["text"] = text
-            stats.docs_kept += 1
-            stats.chars_out += len(text)
-            docs.append(rec)
+                flush_html()  # keep input order when a file mixes HTML and text records
+                if self._keep(rec, rec["text"], stats):
+                    docs.append(rec)
+        flush_html()
+        for rec in docs:
+            stats.chars_out += len(rec["text"])
+        stats.docs_kept = len(docs)
         write_records_atomic(self.part_url(shard), docs)
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         return {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+
+    def teardown(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None

@@ -1,0 +1,106 @@
+"""Run an extraction function in a child process with a per-document time limit.
+
+A pathological page (deeply nested markup, a parser bug) must not stall or kill a worker. Extraction therefore runs
+in a long-lived child process; documents are sent in batches (so the cost of crossing processes is paid per batch,
+not per page) and results come back one by one. When a result takes longer than the limit, the child is killed
+and restarted, that document is marked as timed out, and the rest of the batch goes to the new child. A child that
+dies (a crash in native code) marks its current document as failed the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Why a document produced no text: ``timeout``, ``crash`` or ``error``."""
+
+    reason: str
+    detail: str = ""
+
+
+def _child(conn, fn: Callable[[Any], str]) -> None:
+    while True:
+        try:
+            batch = conn.recv()
+        except EOFError:
+            return
+        if batch is None:
+            return
+        for item in batch:
+            try:
+                out: Any = fn(item)
+            except Exception as e:  # the document fails, the worker goes on
+                out = Failed("error", f"{type(e).__name__}: {e}"[:500])
+            conn.send(out)
+
+
+class Sandbox:
+    """``run(items)`` returns ``fn(item)`` or a :class:`Failed` for each item, in order."""
+
+    def __init__(self, fn: Callable[[Any], str], timeout_s: float) -> None:
+        self.fn = fn
+        self.timeout_s = timeout_s
+        self._ctx = mp.get_context("spawn")
+        self._proc = None
+        self._conn = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_child, args=(child, self.fn), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join()
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+        self.restarts += 1
+
+    def run(self, items: list[Any]) -> list[Any]:
+        results: list[Any] = []
+        pending = list(items)
+        while pending:
+            if self._proc is None:
+                self._start()
+            assert self._conn is not None
+            self._conn.send(pending)
+            for k in range(len(pending)):
+                try:
+                    ready = self._conn.poll(self.timeout_s)
+                    out = self._conn.recv() if ready else Failed("timeout", f"> {self.timeout_s} s")
+                except (EOFError, OSError):
+                    out = Failed("crash", "the extraction process died")
+                    ready = False
+                results.append(out)
+                if not ready:
+                    self._kill()
+                    pending = pending[k + 1 :]
+                    break
+            else:
+                pending = []
+        return results
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+        if self._proc is not None:
+            self._proc.join(timeout=5)
+            if self._proc.is_alive():
+                self._proc.kill()
+        self._proc = self._conn = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

@@ -1,0 +1,89 @@
+"""The C4 paper's rules (Raffel et al. 2020, section 2.2), with datatrove's ``C4QualityFilter`` semantics.
+
+Line rules drop lines (no terminal punctuation, fewer than 3 words, a word over 1000 characters, "javascript",
+cookie/terms-of-use notices; Wikipedia-style citation marks are removed); document rules remove the page ("lorem
+ipsum", a curly brace, fewer than 5 sentences after line filtering, a word from an optional bad-words list).
+Sentences are counted with spaCy's rule-based sentencizer, as datatrove does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+
+from datapipe.filters.document import FilterDoc
+
+CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
+END_PUNCTUATION = (".", "?", "!", '"', "'")
+POLICY_SUBSTRINGS = (
+    "terms of use",
+    "privacy policy",
+    "cookie policy",
+    "uses cookies",
+    "use of cookies",
+    "use cookies",
+)
+
+
+@cache
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def count_sentences(line: str) -> int:
+    nlp = _sentencizer()
+    nlp.max_length = len(line) + 10
+    return sum(1 for s in nlp(line).sents if s.text.strip())
+
+
+@dataclass(frozen=True)
+class C4Quality:
+    remove_citations: bool = True
+    filter_no_terminal_punct: bool = True
+    min_num_sentences: int = 5  # -1 disables
+    min_words_per_line: int = 3  # -1 disables
+    max_word_length: int = 1000  # -1 disables
+    filter_lorem_ipsum: bool = True
+    filter_javascript: bool = True
+    filter_curly_bracket: bool = True
+    filter_policy: bool = True
+    bad_words: frozenset[str] = field(default_factory=frozenset)
+
+    def __call__(self, doc: FilterDoc) -> str | None:
+        kept: list[str] = []
+        sentences = 0
+        for line in doc.text.splitlines():
+            line = line.strip()
+            words = line.split()
+            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
+                continue
+            if self.remove_citations:
+                line = CITATION.sub("", line)
+            if self.filter_no_terminal_punct and (not line.endswith(END_PUNCTUATION) or line.endswith("...")):
+                continue
+            if len(words) < self.min_words_per_line:
+                continue
+            low = line.lower()
+            if self.filter_lorem_ipsum and "lorem ipsum" in low:
+                return "lorem_ipsum"
+            if self.filter_javascript and "javascript" in low:
+                continue
+            if self.filter_curly_bracket and "{" in line:
+                return "curly_bracket"
+            if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
+                continue
+            if self.min_num_sentences != -1:
+                sentences += count_sentences(line)
+            kept.append(line)
+        if sentences < self.min_num_sentences:
+            return "too_few_sentences"
+        text = "\n".join(kept).strip()
+        if self.bad_words and any(w in self.bad_words for w in re.findall(r"\w+", text.lower())):
+            return "bad_words"
+        doc.text = text
+        return None

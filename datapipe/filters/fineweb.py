@@ -1,0 +1,38 @@
+"""FineWeb's line-level quality rules (Penedo et al. 2024), with datatrove's ``FineWebQualityFilter`` semantics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from datatrove.utils.text import TERMINAL_PUNCTUATION
+
+from datapipe.filters.document import FilterDoc
+from datapipe.filters.gopher import _duplicates
+
+STOP_CHARS = tuple(TERMINAL_PUNCTUATION)
+
+
+@dataclass(frozen=True)
+class FineWebQuality:
+    line_punct_thr: float = 0.12  # share of lines ending in terminal punctuation must reach this
+    line_punct_exclude_zero: bool = False
+    short_line_thr: float = 0.67  # share of lines of <= short_line_length characters must not exceed this
+    short_line_length: int = 30
+    char_duplicates_ratio: float = 0.01  # characters in duplicated lines / all non-newline characters
+    new_line_ratio: float = 0.3  # newlines per word (list-like pages)
+
+    def __call__(self, doc: FilterDoc) -> str | None:
+        lines = [line for line in doc.text.split("\n") if line.strip() != ""]
+        if not lines:
+            return "empty"
+        ratio = sum(1 for line in lines if line.endswith(STOP_CHARS)) / len(lines)
+        if ratio < self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
+            return "line_punct_ratio"
+        if sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines) > self.short_line_thr:
+            return "short_line_ratio"
+        if _duplicates(lines)[1] / len(doc.text.replace("\n", "")) > self.char_duplicates_ratio:
+            return "char_dup_ratio"
+        words = doc.words
+        if words and doc.text.count("\n") / len(words) > self.new_line_ratio:
+            return "list_ratio"
+        return None

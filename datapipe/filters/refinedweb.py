@@ -1,0 +1,67 @@
+"""RefinedWeb's line modifiers as DCLM-Baseline rebuilt them, and the removed-words check that follows them.
+
+Line modifiers rewrite the text: they drop lines that are mostly upper case or digits, counters and UI boilerplate
+("5 comments", "Read more", "Sign in", "items in cart"), and lines of fewer than two words. When the edits removed
+more than 5% of the document's words, the whole document goes: what is left of such a page is rarely worth keeping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from datapipe.filters.document import FilterDoc
+
+_COUNTER = re.compile(
+    r"^\W*\d[\d,.]*\s*[kKmM]?\s*(likes?|shares?|comments?|retweets?|reposts?|views?|followers?|replies|reply|"
+    r"votes?|points?|reviews?|ratings?|stars?|downloads?)\W*$",
+    re.IGNORECASE,
+)
+_BOILERPLATE = re.compile(
+    r"^\W*(read more|continue reading|sign in|sign up|log in|login|register|subscribe|share this|"
+    r"click here|skip to (main )?content|back to top|(\d+\s+)?items? in (your )?(shopping )?cart|"
+    r"your cart is empty|add to cart|view cart|checkout)\W*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class LineModifiers:
+    """Drop upper-case, numeric, counter, boilerplate and short lines; then check how much was removed."""
+
+    max_uppercase_ratio: float = 0.5  # upper-case letters / characters on a line
+    max_numeric_ratio: float = 0.999999  # digits / characters on a line
+    min_line_words: int = 2
+    drop_counters: bool = True
+    drop_boilerplate: bool = True
+    max_removed_words_ratio: float = 0.05
+
+    def keep_line(self, line: str) -> bool:
+        stripped = line.strip()
+        if not stripped:
+            return True  # blank lines keep paragraph structure; they hold no words
+        n = len(stripped)
+        if sum(c.isupper() for c in stripped) / n > self.max_uppercase_ratio:
+            return False
+        if sum(c.isdigit() for c in stripped) / n > self.max_numeric_ratio:
+            return False
+        if self.drop_counters and _COUNTER.match(stripped):
+            return False
+        if self.drop_boilerplate and _BOILERPLATE.match(stripped):
+            return False
+        return len(stripped.split()) >= self.min_line_words
+
+    def __call__(self, doc: FilterDoc) -> str | None:
+        lines = doc.text.split("\n")
+        kept = [line for line in lines if self.keep_line(line)]
+        if len(kept) == len(lines):
+            return None
+        before = len(doc.text.split())
+        text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+        after = len(text.split())
+        if before and (before - after) / before > self.max_removed_words_ratio:
+            return "removed_words_ratio"
+        if not after:
+            return "empty_after_line_edits"
+        doc.text = text
+        return None
