@@ -23,6 +23,8 @@ sources:
     weight: 3
     format: warc
     paths: [crawl/docs-*.warc.gz, crawl/iana.warc.gz]
+    langid: {{languages: [en], min_score: 0.65}}
+    filters: {{preset: refinedweb}}
   code:
     weight: 1
     format: parquet
@@ -63,3 +65,24 @@ def built_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.Compl
     proc = run_build("--mixture", str(small_mixture), "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, proc
+
+
+@pytest.fixture(scope="session")
+def fixture_texts() -> list[str]:
+    """The text of every document in the fixture corpora (HTML extracted with the default extractor)."""
+    from datapipe.extract.html import HtmlExtractor
+    from datapipe.io.readers import read_shard
+    from datapipe.io.shards import make_shards
+    from datapipe.stats import StageStats
+
+    extractor = HtmlExtractor()
+    formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
+    texts = []
+    for path in sorted(p for p in CORPORA.rglob("*") if p.is_file() and not p.name.endswith(".json")):
+        fmt, field = next(v for k, v in formats.items() if k in path.name)
+        shard = make_shards([str(path)], str(CORPORA))[0]
+        for rec in read_shard(shard, "s", fmt, field, "id", StageStats()):
+            text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
+            if text.strip():
+                texts.append(text)
+    return texts

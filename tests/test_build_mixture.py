@@ -49,8 +49,8 @@ def test_cache_holds_exactly_the_tokenized_documents_in_order(built_small):
     out, _ = built_small
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
     for source in ("web", "code", "prose"):
-        extract = _stage_dir(out, source, "extract")
-        parts = sorted(extract.glob("part-*.jsonl.zst"))
+        upstream = sorted((out / source).iterdir())[-2]  # the stage whose documents tokenize read
+        parts = sorted(upstream.glob("part-*.jsonl.zst"))
         docs = [d for p in parts for d in read_records(str(p))]
         # deterministic order: shard order, then document order within the shard
         keys = [(int(p.name[5:10]), i) for p in parts for i, _ in enumerate(read_records(str(p)))]
@@ -64,18 +64,25 @@ def test_cache_holds_exactly_the_tokenized_documents_in_order(built_small):
 
 
 def test_accounting_balances(built_small):
+    """Every stage: in == kept + removed by reason, and each stage's input is the previous stage's output."""
     out, _ = built_small
     for source in ("web", "code", "prose"):
-        ex = json.loads((_stage_dir(out, source, "extract") / "stage.json").read_text())
-        tk = json.loads((_stage_dir(out, source, "tokenize") / "stage.json").read_text())
-        c = ex["counts"]
-        assert c["docs_in"] == c["docs_kept"] + sum(c["removed"].values())
-        assert tk["counts"]["docs_in"] == c["docs_kept"] == tk["counts"]["docs_kept"]
+        stages = sorted((out / source).iterdir())
+        docs = [json.loads((d / "stage.json").read_text()) for d in stages]
+        for prev, doc in zip([None, *docs], docs, strict=False):
+            c = doc["counts"]
+            assert c["docs_in"] == c["docs_kept"] + sum(c["removed"].values())
+            if prev is not None:
+                assert c["docs_in"] == prev["counts"]["docs_kept"]
+            assert all(k.split("/")[0] in ("read", "extract", "langid", "filter") for k in c["removed"])
+        tk = docs[-1]
         assert tk["cache"]["tokens"] == tk["counts"]["tokens"]
-        assert (_stage_dir(out, source, "extract") / "_SUCCESS").exists()
-        assert not (_stage_dir(out, source, "tokenize") / "shards").exists()
-    web = json.loads((_stage_dir(out, "web", "extract") / "stage.json").read_text())["counts"]
-    assert web["skipped"]["warc/request"] > 0 and web["removed"]["read/not_html"] > 0
+        assert all((d / "_SUCCESS").exists() for d in stages)
+        assert not (stages[-1] / "shards").exists()
+    web = [json.loads((d / "stage.json").read_text())["counts"] for d in sorted((out / "web").iterdir())]
+    assert web[0]["skipped"]["warc/request"] > 0 and web[0]["removed"]["read/not_html"] > 0
+    assert web[0]["removed"]["langid/language"] > 0  # the crawl holds non-English handbook pages
+    assert sum(v for k, v in web[1]["removed"].items() if k.startswith("filter/")) > 0
 
 
 def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):
@@ -83,10 +90,10 @@ def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture)
     before = _tree_digest(out)
     proc = run_build("--mixture", str(small_mixture), "--output", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("skipped (cached)") == 6 and " ran in " not in proc.stdout
+    assert proc.stdout.count("skipped (cached)") == 7 and " ran in " not in proc.stdout
     assert _tree_digest(out) == before
     dry = run_build("--mixture", str(small_mixture), "--output", str(out), "--dry-run")
-    assert dry.stdout.count("cached") == 6 and "would run" not in dry.stdout
+    assert dry.stdout.count("cached") == 7 and "would run" not in dry.stdout
 
 
 def test_two_worker_processes_give_the_same_bytes(built_small, small_mixture, tmp_path):
@@ -119,7 +126,7 @@ def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture,
     (ex / "part-00001.jsonl.zst").unlink()
     proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count(" ran in ") == 2
+    assert proc.stdout.count(" ran in ") == 2  # extract and tokenize; filter had committed
     assert _tree_digest(tmp_path / "o" / "web") == reference
 
 
@@ -130,14 +137,14 @@ def test_changing_tokenizer_config_reruns_only_tokenize(built_small, small_mixtu
     # reuse the built extract stages: copy them in
     src_out, _ = built_small
     for source in ("web", "code", "prose"):
-        ex = _stage_dir(src_out, source, "extract")
-        dest = out / source / ex.name
-        dest.mkdir(parents=True)
-        for f in ex.iterdir():
-            (dest / f.name).write_bytes(f.read_bytes())
+        for stage in sorted((src_out / source).iterdir())[:-1]:  # every stage but tokenize
+            dest = out / source / stage.name
+            dest.mkdir(parents=True)
+            for f in stage.iterdir():
+                (dest / f.name).write_bytes(f.read_bytes())
     proc = run_build("--mixture", str(mix), "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("skipped (cached)") == 3 and proc.stdout.count(" ran in ") == 3
+    assert proc.stdout.count("skipped (cached)") == 4 and proc.stdout.count(" ran in ") == 3
     doc = read_manifest(str(out))
     assert doc["tokenizer"]["add_bos"] is True
     cache = open_component(str(out), doc, "code")
@@ -157,7 +164,7 @@ def test_reader_refuses_other_tokenizer(built_small):
 def test_stage_dirs_are_versioned(built_small):
     out, _ = built_small
     names = sorted(os.listdir(out / "web"))
-    assert len(names) == 2 and names[0].startswith("extract-") and names[1].startswith("tokenize-")
+    assert [n.split("-")[0] for n in names] == ["extract", "filter", "tokenize"]
     assert all(len(n.split("-")[1]) == 8 for n in names)
 
 

@@ -1,36 +1,143 @@
-"""HTML extraction with resiliparse on real pages."""
+"""HTML extraction on real pages: the main text is there, the navigation is not; the sandbox limits each page."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from datapipe.extract.html import decode_html, html_to_text
+from datapipe.extract.html import HtmlExtractor, decode_html
+from datapipe.extract.sandbox import Failed, Sandbox
 from tests.conftest import CORPORA
 
 
-def _first_page(url_part: str) -> bytes:
+def _pages() -> dict[str, bytes]:
+    out = {}
     for name in ("docs-00000.warc.gz", "docs-00001.warc.gz"):
         with open(CORPORA / "crawl" / name, "rb") as f:
             for rec in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=True):
-                if url_part in rec.headers.get("WARC-Target-URI", ""):
-                    return rec.reader.read()
-    raise AssertionError(url_part)
+                out[rec.headers.get("WARC-Target-URI")] = rec.reader.read()
+    return out
 
 
-def test_main_content_drops_navigation():
-    html = decode_html(_first_page("docs.python.org/3.11/library/"), "utf-8")
-    full = html_to_text(html, main_content=False)
-    main = html_to_text(html, main_content=True)
-    assert 0 < len(main) < len(full)
-    assert "Navigation" in full and "Navigation" not in main
-    assert "\n" in main  # paragraphs kept on their own lines
+PAGES = _pages()
+PY = "https://docs.python.org/3.11/library/"
+HB = "https://debian-handbook.info/browse/en-US/stable/"
+PYDOC_NAV = ["Table of Contents", "Previous topic", "Next topic", "This Page", "Report a Bug", "Show Source"]
+HANDBOOK_NAV = ["Download the ebook", "Prev", "Next"]
+
+# (page, sentences of its main text, navigation that must not appear)
+KNOWN = [
+    (
+        HB + "sect.becoming-package-maintainer.html",
+        ["Creating a quality Debian package is not always a simple task"],
+        HANDBOOK_NAV,
+    ),
+    (
+        PY + "email.mime.html",
+        ["This module is part of the legacy (Compat32) email API."],
+        PYDOC_NAV,
+    ),
+    (
+        PY + "archiving.html",
+        [
+            "The modules described in this chapter support data compression with the zlib, gzip, bzip2 and lzma"
+        ],
+        PYDOC_NAV,
+    ),
+    (
+        HB + "sect.raspbian.html",
+        ["Raspbian is a rebuild of Debian optimized for the popular (and inexpensive) Raspberry Pi family"],
+        HANDBOOK_NAV,
+    ),
+    (
+        PY + "faulthandler.html",
+        ["This module contains functions to dump Python tracebacks explicitly, on a fault, after a timeout"],
+        PYDOC_NAV,
+    ),
+    (
+        PY + "cmath.html",
+        ["This module provides access to mathematical functions for complex numbers."],
+        PYDOC_NAV,
+    ),
+    (
+        PY + "secrets.html",
+        ["The secrets module is used for generating cryptographically strong random numbers"],
+        PYDOC_NAV,
+    ),
+]
+
+
+@pytest.mark.parametrize("url,sentences,nav", KNOWN, ids=[k[0].rsplit("/", 1)[1] for k in KNOWN])
+def test_main_text_present_navigation_absent(url, sentences, nav):
+    text = HtmlExtractor()((PAGES[url], "utf-8"))
+    everything = HtmlExtractor(main_content=False)((PAGES[url], "utf-8"))
+    lines = {line.strip(" •") for line in text.splitlines()}
+    for s in sentences:
+        assert s in text
+    on_page = [n for n in nav if n in {line.strip(" •") for line in everything.splitlines()}]
+    assert len(on_page) >= 3, "the page has this navigation"
+    for n in on_page:
+        assert n not in lines, f"navigation {n!r} leaked into the main text"
+    assert "\n" in text  # paragraphs kept on their own lines
+
+
+@pytest.mark.parametrize("preset", ["default", "fineweb"])
+def test_trafilatura_presets(preset):
+    url, sentences, _ = KNOWN[4]
+    text = HtmlExtractor(method="trafilatura", preset=preset)((PAGES[url], "utf-8"))
+    assert sentences[0] in " ".join(text.split())
+    assert "Previous topic" not in text
+
+
+def test_trafilatura_fineweb_is_no_longer_than_default():
+    lengths = {
+        p: sum(len(HtmlExtractor(method="trafilatura", preset=p)((PAGES[k[0]], "utf-8"))) for k in KNOWN)
+        for p in ("default", "fineweb")
+    }
+    assert 0 < lengths["fineweb"] <= lengths["default"]
 
 
 def test_decode_declared_and_detected_charsets():
     text = "<html><body><p>Grüße aus Köln, déjà vu</p></body></html>"
-    latin1 = text.encode("latin-1")
-    assert "Grüße" in decode_html(latin1, "iso-8859-1")
+    assert "Grüße" in decode_html(text.encode("latin-1"), "iso-8859-1")
     assert "Grüße" in decode_html(text.encode("utf-8"), None)
     # an unknown charset name falls back to detection; invalid bytes never raise
     assert "Köln" in decode_html(text.encode("utf-8"), "x-no-such-charset")
     assert decode_html(b"\xff\xfe\xfa<p>ok</p>", "utf-8").endswith("<p>ok</p>")
+
+
+def slow_or_crashing(item: str) -> str:
+    """Runs in the sandbox's child process: 'hang' never finishes, 'crash' kills the process."""
+    if item == "hang":
+        time.sleep(60)
+    if item == "crash":
+        import os
+
+        os._exit(3)
+    if item == "raise":
+        raise ValueError("bad page")
+    return item.upper()
+
+
+def test_sandbox_times_out_one_page_and_goes_on():
+    box = Sandbox(slow_or_crashing, timeout_s=1.0)
+    t0 = time.perf_counter()
+    out = box.run(["a", "hang", "b", "crash", "c", "raise", "d"])
+    elapsed = time.perf_counter() - t0
+    box.close()
+    assert out[0] == "A" and out[2] == "B" and out[4] == "C" and out[6] == "D"
+    assert isinstance(out[1], Failed) and out[1].reason == "timeout"
+    assert isinstance(out[3], Failed) and out[3].reason == "crash"
+    assert isinstance(out[5], Failed) and out[5].reason == "error" and "bad page" in out[5].detail
+    assert box.restarts == 2
+    assert elapsed < 20
+
+
+def test_sandbox_gives_the_same_text_as_in_process():
+    items = [(PAGES[k[0]], "utf-8") for k in KNOWN]
+    ex = HtmlExtractor()
+    box = Sandbox(ex, timeout_s=10)
+    assert box.run(items) == [ex(i) for i in items]
+    box.close()

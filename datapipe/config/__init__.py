@@ -2,6 +2,8 @@
 
 from datapipe.config.mixture import (
     ExtractConfig,
+    FilterConfig,
+    LangidConfig,
     MixtureConfig,
     SourceConfig,
     TokenizerConfig,
@@ -12,6 +14,8 @@ from datapipe.config.mixture import (
 
 __all__ = [
     "ExtractConfig",
+    "FilterConfig",
+    "LangidConfig",
     "MixtureConfig",
     "SourceConfig",
     "TokenizerConfig",

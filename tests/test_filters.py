@@ -1,0 +1,250 @@
+"""Heuristic filters: the same decisions as datatrove on every fixture document, and a test for every rule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import spacy
+from datatrove.data import Document
+from datatrove.pipeline.filters import (
+    C4QualityFilter,
+    FineWebQualityFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+)
+
+from datapipe.errors import ConfigError
+from datapipe.extract.html import HtmlExtractor
+from datapipe.filters.c4 import C4Quality
+from datapipe.filters.document import FilterDoc
+from datapipe.filters.fineweb import FineWebQuality
+from datapipe.filters.gopher import GopherQuality, GopherRepetition
+from datapipe.filters.presets import PRESETS, build_chain
+from datapipe.filters.words import WordSplitter
+from tests.test_extract import PAGES
+
+# ---------------------------------------------------------------------------------------------------------------
+# datatrove as the oracle, on every document of the fixture corpora
+
+
+def _datatrove(flt, text: str) -> tuple[str | None, str]:
+    doc = Document(text=text, id="x")
+    res = flt.filter(doc)
+    return (None if res is True else res[1]), doc.text
+
+
+def test_word_splitter_equals_spacy(fixture_texts):
+    nlp = spacy.blank("en")
+    mine = WordSplitter()
+    for text in fixture_texts:
+        nlp.max_length = len(text) + 10
+        expected = [t.text.strip() for t in nlp(text) if t.text.strip()]
+        assert mine.split(text) == expected
+
+
+ORACLES = {
+    "refinedweb-quality": (
+        GopherQuality(max_non_alpha_words_ratio=None),
+        GopherQualityFilter(max_non_alpha_words_ratio=None),
+    ),
+    "gopher-quality": (GopherQuality(), GopherQualityFilter()),
+    "gopher-repetition": (GopherRepetition(), GopherRepetitionFilter()),
+    "fineweb": (FineWebQuality(), FineWebQualityFilter()),
+    "c4": (C4Quality(), C4QualityFilter()),
+}
+
+
+@pytest.mark.parametrize("name", list(ORACLES))
+def test_same_decisions_as_datatrove(fixture_texts, name):
+    ours, theirs = ORACLES[name]
+    assert len(fixture_texts) > 2000
+    reasons = set()
+    for text in fixture_texts:
+        doc = FilterDoc(text)
+        mine = ours(doc)
+        expected, expected_text = _datatrove(theirs, text)
+        assert mine == expected, text[:300]
+        if mine is None:
+            assert doc.text == expected_text  # C4 rewrites kept documents: the same way
+        reasons.add(mine)
+    assert None in reasons and len(reasons) >= 3, "the fixtures exercise several rules"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a test for every rule each preset names, on real text
+
+BASE = HtmlExtractor()(
+    (PAGES["https://debian-handbook.info/browse/en-US/stable/sect.becoming-package-maintainer.html"], "utf-8")
+)
+LONGEST_PARA = max(BASE.split("\n\n"), key=len)
+LONGEST_LINE = max(BASE.splitlines(), key=len)
+
+
+def run(preset: str, text: str, url: str = "", **overrides) -> tuple[str | None, str]:
+    doc = FilterDoc(text, url=url)
+    return build_chain(preset, overrides).apply(doc), doc.text
+
+
+def test_base_text_passes_every_preset():
+    assert len(BASE.split()) > 2000
+    for preset in PRESETS:
+        assert run(preset, BASE)[0] is None, preset
+
+
+def _no_stop_words(text: str) -> str:
+    return re.sub(r"\b(the|be|to|of|and|that|have|with)\b", "", text)
+
+
+GOPHER_QUALITY_CASES = [
+    ("gopher_short_doc", " ".join(BASE.split()[:40]), {}),
+    ("gopher_long_doc", BASE, {"max_doc_words": 1000}),
+    ("gopher_below_avg_threshold", BASE, {"min_avg_word_length": 6}),
+    ("gopher_above_avg_threshold", BASE, {"max_avg_word_length": 4}),
+    ("gopher_too_many_hashes", BASE + "\n" + "# " * 400, {}),
+    ("gopher_too_many_ellipsis", BASE + "\n" + "... " * 400, {}),
+    ("gopher_too_many_bullets", "\n".join("- " + line for line in BASE.splitlines()), {}),
+    ("gopher_too_many_end_ellipsis", "\n".join(line + "..." for line in BASE.splitlines()), {}),
+    ("gopher_enough_stop_words", _no_stop_words(BASE), {}),
+]
+REPETITION_CASES = [
+    ("dup_para_frac", BASE + ("\n\n" + "A repeated paragraph of text.") * 60, {}),
+    ("dup_para_char_frac", BASE + ("\n\n" + LONGEST_PARA) * 10, {}),
+    ("dup_line_frac", BASE + "\n" + "\n".join(["a line said again"] * 200), {}),
+    ("dup_line_char_frac", BASE + "\n\n" + "\n".join([LONGEST_LINE] * 12), {}),
+    ("top_2_gram", BASE + "\n\n" + "hello world " * 500, {}),
+    ("top_3_gram", BASE, {"top_n_grams": [[3, 0.001]]}),
+    ("top_4_gram", BASE, {"top_n_grams": [[4, 0.001]]}),
+    ("duplicated_5_n_grams", BASE + "\n\n" + " ".join(BASE.split()[:600]), {}),
+    *[
+        (
+            f"duplicated_{n}_n_grams",
+            BASE + "\n\n" + " ".join(BASE.split()[:30]),
+            {"dup_n_grams": [[n, 0.0001]]},
+        )
+        for n in range(6, 11)
+    ],
+]
+
+
+@pytest.mark.parametrize("preset", ["refinedweb", "gopher"])
+@pytest.mark.parametrize("reason,text,overrides", GOPHER_QUALITY_CASES + REPETITION_CASES)
+def test_gopher_rules(preset, reason, text, overrides):
+    assert run(preset, text, **overrides)[0] == reason
+
+
+def test_gopher_alpha_words_rule_only_in_gopher():
+    text = BASE + " 1234" * 3000
+    assert run("gopher", text)[0] == "gopher_below_alpha_threshold"
+    assert run("refinedweb", text)[0] != "gopher_below_alpha_threshold"
+
+
+LINE_EDITS = {
+    "upper case": "THIS WHOLE LINE IS WRITTEN IN CAPITAL LETTERS",
+    "numeric": "20240501",
+    "counter": "12 comments",
+    "counter k": "3.4k likes",
+    "read more": "Read more",
+    "sign in": "Sign in",
+    "cart": "3 items in cart",
+    "one word": "Hello",
+}
+
+
+@pytest.mark.parametrize("kind", list(LINE_EDITS))
+def test_refinedweb_line_modifiers_drop_the_line_and_keep_the_page(kind):
+    line = LINE_EDITS[kind]
+    paras = BASE.split("\n\n")
+    text = "\n\n".join([*paras[:5], line, *paras[5:]])
+    reason, out = run("refinedweb", text)
+    assert reason is None
+    assert line not in out.splitlines()
+    assert paras[6] in out
+
+
+def test_refinedweb_drops_a_page_that_line_edits_cut_by_more_than_5_percent():
+    shouting = "\n".join(f"CAPITAL LETTERS LINE NUMBER {i} WITH SEVERAL MORE WORDS" for i in range(40))
+    assert run("refinedweb", BASE + "\n\n" + shouting)[0] == "removed_words_ratio"
+    assert run("refinedweb", BASE + "\n\n" + shouting, max_removed_words_ratio=0.5)[0] is None
+
+
+C4_TEXT = "\n".join(
+    [
+        "A heading without punctuation",
+        "This first sentence is long enough. And here is a second one!",
+        "Is this the third sentence of the text?",
+        "The fourth sentence ends the line.",
+        "A fifth sentence, to reach the minimum.",
+        "Two words.",
+        "Enable JavaScript to see this page properly.",
+        "This site uses cookies to improve your experience.",
+        "A citation follows this claim.[1]",
+        "A line with " + "x" * 1001 + " a very long word.",
+    ]
+)
+
+
+def test_c4_line_rules():
+    reason, out = run("c4", C4_TEXT)
+    assert reason is None
+    lines = out.splitlines()
+    assert lines[0] == "This first sentence is long enough. And here is a second one!"
+    assert "A heading without punctuation" not in out  # no terminal punctuation
+    assert "Two words." not in out  # fewer than 3 words
+    assert "JavaScript" not in out and "cookies" not in out  # javascript and policy lines
+    assert "A citation follows this claim." in lines  # citation mark removed, line kept
+    assert "x" * 1001 not in out  # a word over 1000 characters
+
+
+@pytest.mark.parametrize(
+    "reason,text",
+    [
+        ("lorem_ipsum", C4_TEXT + "\nLorem ipsum dolor sit amet, consectetur."),
+        ("curly_bracket", C4_TEXT + "\nThe code {x = 1} is in braces here."),
+        ("too_few_sentences", "\n".join(C4_TEXT.splitlines()[:3])),
+    ],
+)
+def test_c4_document_rules(reason, text):
+    assert run("c4", text)[0] == reason
+
+
+def test_c4_bad_words(tmp_path):
+    words = tmp_path / "bad.txt"
+    words.write_text("# one per line\nfourth\n")
+    chain = build_chain("c4", bad_words=str(words))
+    assert chain.apply(FilterDoc(C4_TEXT)) == "bad_words"
+    assert build_chain("c4").apply(FilterDoc(C4_TEXT)) is None
+
+
+def test_fineweb_rules():
+    lines = BASE.splitlines()
+    assert (
+        run("fineweb", "\n".join(line.rstrip(".!?\"'") for line in lines if line.strip()))[0]
+        == "line_punct_ratio"
+    )
+    short = "\n".join(f"Line number {i} here." for i in range(200))
+    assert run("fineweb", short)[0] == "short_line_ratio"
+    assert run("fineweb", BASE + "\n" + "\n".join([LONGEST_LINE] * 3))[0] == "char_dup_ratio"
+    long_words = sorted({w for w in BASE.split() if w.isalpha() and len(w) >= 10})
+    listy = "\n".join(f"{a} {b}." for a, b in zip(long_words, long_words[1:], strict=False))
+    assert run("fineweb", listy, short_line_thr=1.0)[0] == "list_ratio"
+
+
+def test_url_blocklist(tmp_path):
+    path = tmp_path / "blocked.txt"
+    path.write_text("bad.example.com\n# comment\n\nEVIL.test\n")
+    chain = build_chain("none", url_blocklist=str(path))
+    assert chain.apply(FilterDoc(BASE, url="https://sub.bad.example.com/page")) == "url_blocklist"
+    assert chain.apply(FilterDoc(BASE, url="http://evil.test/")) == "url_blocklist"
+    assert chain.apply(FilterDoc(BASE, url="https://notbad.example.com/page")) is None
+    assert chain.apply(FilterDoc(BASE, url="")) is None
+
+
+def test_unknown_override_names_the_field():
+    with pytest.raises(ConfigError) as info:
+        build_chain("refinedweb", {"min_words": 3}, file="m.yaml", field="sources.web.filters")
+    assert info.value.field == "sources.web.filters.overrides.min_words"
+    assert "min_doc_words" in info.value.message
+    with pytest.raises(ConfigError) as info:
+        build_chain("refinedweb", {"min_doc_words": "many"}, file="m.yaml", field="sources.web.filters")
+    assert "expected a number" in info.value.message
