@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
+import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
 from datapipe.filters.document import FilterDoc
@@ -36,14 +38,16 @@ class GopherQuality:
         n_words = len(words)
         if n_words == 0:
             return "gopher_short_doc"
-        non_symbol = [w for w in words if any(ch not in PUNCTUATION_SET for ch in w)]
-        n_non_symbol = len(non_symbol)
+        # per distinct word, then weighted by its count: the same sums as datatrove's per-word loops
+        counts = Counter(words)
+        non_symbol = [(w, c) for w, c in counts.items() if not PUNCTUATION_SET.issuperset(w)]
+        n_non_symbol = sum(c for _, c in non_symbol)
         if self.min_doc_words and n_non_symbol < self.min_doc_words:
             return "gopher_short_doc"
         if self.max_doc_words and n_non_symbol > self.max_doc_words:
             return "gopher_long_doc"
-        if non_symbol:  # datatrove takes the mean of an empty list as NaN, which fails no comparison
-            avg = sum(len(w) for w in non_symbol) / n_non_symbol
+        if n_non_symbol:  # datatrove takes the mean of an empty list as NaN, which fails no comparison
+            avg = sum(len(w) * c for w, c in non_symbol) / n_non_symbol
             if self.min_avg_word_length and avg < self.min_avg_word_length:
                 return "gopher_below_avg_threshold"
             if self.max_avg_word_length and avg > self.max_avg_word_length:
@@ -66,10 +70,10 @@ class GopherQuality:
                 if ellipsis / len(lines) > self.max_ellipsis_lines_ratio:
                     return "gopher_too_many_end_ellipsis"
         if self.max_non_alpha_words_ratio:
-            alpha = sum(any(c.isalpha() for c in w) for w in words)
+            alpha = sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
             if alpha / n_words < self.max_non_alpha_words_ratio:
                 return "gopher_below_alpha_threshold"
-        if self.min_stop_words and len(set(self.stop_words).intersection(words)) < self.min_stop_words:
+        if self.min_stop_words and len(set(self.stop_words).intersection(counts)) < self.min_stop_words:
             return "gopher_enough_stop_words"
         return None
 
@@ -91,30 +95,114 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return n, chars
 
 
-def _top_ngram_chars(words: list[str], n: int) -> int:
-    """Characters covered by the most frequent word n-gram (its length joined by spaces x its count)."""
-    grams = Counter(zip(*(words[i:] for i in range(n)), strict=False))
-    (gram, count), *_ = grams.most_common(1)
-    return (sum(map(len, gram)) + n - 1) * count
+class _NgramIndex:
+    """Word n-grams of one document as integers, so counting and finding repeats runs in numpy.
 
-
-def _all_duplicate_chars(words: list[str], n: int) -> int:
-    """Characters in repeated n-grams, each repeat skipping ahead n words (datatrove's ``find_all_duplicate``).
-
-    n-grams are compared as the concatenation of their words (no separator), as datatrove does.
+    Top n-grams (compared word by word, as datatrove joins them with spaces) use exact word ids. Duplicate n-grams
+    are compared as the concatenation of their words, as datatrove's ``find_all_duplicate`` does ("ab"+"c" equals
+    "a"+"bc"), so they use a 2 x 31-bit polynomial hash of that character span.
     """
-    seen: set[str] = set()
-    repeated = idx = 0
-    last = len(words) - n + 1
-    while idx < last:
-        gram = "".join(words[idx : idx + n])
-        if gram in seen:
-            repeated += len(gram)
-            idx += n
-        else:
-            seen.add(gram)
-            idx += 1
-    return repeated
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+        self.ids = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
+        self.vocab_size = max(len(vocab), 1)
+        self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        self.ends = np.cumsum(self.lengths)
+        self._prefix: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    def top_chars(self, n: int) -> int:
+        """Characters covered by the most frequent n-gram: (its length joined by spaces) x (its count).
+
+        Ties go to the n-gram seen first, as ``Counter.most_common(1)`` breaks them.
+        """
+        m = len(self.words) - n + 1
+        cols = [self.ids[i : i + m] for i in range(n)]
+        if self.vocab_size**n < 2**62:
+            key = cols[0].copy()
+            for c in cols[1:]:
+                key = key * self.vocab_size + c
+            _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        else:  # too many distinct words to pack n of them into 62 bits
+            _, first, counts = np.unique(
+                np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True
+            )
+        best = counts.max()
+        start = int(first[counts == best].min())
+        chars = int(self.lengths[start : start + n].sum()) + n - 1
+        return chars * int(best)
+
+    def _hashes(self, n: int) -> np.ndarray:
+        """62-bit hash of each n-gram's concatenated characters (two 31-bit polynomial hashes)."""
+        if self._prefix is None:
+            codes = np.frombuffer("".join(self.words).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+            prefix = []
+            for mod in (_M1, _M2):
+                pw, inv = _powers(mod, len(codes))
+                # P[i] = sum_{j<i} c_j * B^j: each term < 2^31, so the running sum stays exact in int64
+                terms = codes * pw[: len(codes)] % mod
+                prefix.append((np.concatenate([[0], np.cumsum(terms) % mod]), inv))
+            self._prefix = prefix
+        m = len(self.words) - n + 1
+        starts = np.concatenate([[0], self.ends[:-1]])[:m]
+        stops = self.ends[n - 1 : n - 1 + m]
+        out = np.zeros(m, dtype=np.int64)
+        for (p, inv), mod in zip(self._prefix, (_M1, _M2), strict=True):
+            h = (p[stops] - p[starts]) % mod * inv[starts] % mod  # shift the span to start at B^0
+            out = (out << 31) | h
+        return out
+
+    def duplicate_chars(self, n: int) -> int:
+        """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words.
+
+        Only n-grams that occur more than once can be repeats, so the walk visits just those positions: a position
+        is passed over when an earlier repeat's skip covers it, and is a repeat when an earlier visited position
+        had the same n-gram.
+        """
+        m = len(self.words) - n + 1
+        if m <= 1:
+            return 0
+        hashes = self._hashes(n)
+        _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+        candidates = np.flatnonzero(counts[inverse] > 1)
+        if not len(candidates):
+            return 0
+        seen: set[int] = set()
+        repeated = 0
+        next_idx = 0
+        groups = inverse[candidates].tolist()
+        for pos, group in zip(candidates.tolist(), groups, strict=True):
+            if pos < next_idx:
+                continue  # skipped by an earlier repeat
+            if group in seen:
+                start = int(self.ends[pos - 1]) if pos else 0
+                repeated += int(self.ends[pos + n - 1]) - start
+                next_idx = pos + n
+            else:
+                seen.add(group)
+                next_idx = pos + 1
+        return repeated
+
+
+_M1, _M2, _BASE = 2_147_483_647, 2_147_483_629, 1_000_003
+
+
+@cache
+def _power_table(mod: int, log2_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """B^j and B^-j modulo ``mod`` for j < 2**log2_size, built by doubling (log2_size numpy steps)."""
+    pw = np.ones(1, dtype=np.int64)
+    inv = np.ones(1, dtype=np.int64)
+    b, b_inv = _BASE % mod, pow(_BASE, mod - 2, mod)
+    for _ in range(log2_size):
+        k = len(pw)
+        pw = np.concatenate([pw, pw * pow(b, k, mod) % mod])
+        inv = np.concatenate([inv, inv * pow(b_inv, k, mod) % mod])
+    return pw, inv
+
+
+def _powers(mod: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    return _power_table(mod, max(10, (n + 1).bit_length()))
 
 
 @dataclass(frozen=True)
@@ -149,11 +237,11 @@ class GopherRepetition:
             return "dup_line_frac"
         if self.dup_line_char_frac and chars / len(text) > self.dup_line_char_frac:
             return "dup_line_char_frac"
-        words = doc.words
+        index = _NgramIndex(doc.words)
         for n, frac in self.top_n_grams:
-            if len(words) >= n and _top_ngram_chars(words, n) / len(text) > frac:
+            if len(doc.words) >= n and index.top_chars(n) / len(text) > frac:
                 return f"top_{n}_gram"
         for n, frac in self.dup_n_grams:
-            if _all_duplicate_chars(words, n) / len(text) > frac:
+            if index.duplicate_chars(n) / len(text) > frac:
                 return f"duplicated_{n}_n_grams"
         return None

@@ -25,6 +25,20 @@ _BOILERPLATE = re.compile(
 )
 
 
+_ASCII_UPPER = bytes(range(65, 91))
+_ASCII_DIGITS = b"0123456789"
+
+
+def _count_upper_digits(line: str) -> tuple[int, int]:
+    """Upper-case letters and digits in a line (C-speed for ASCII lines, the usual case)."""
+    if line.isascii():
+        raw = line.encode("ascii")
+        return len(raw) - len(raw.translate(None, _ASCII_UPPER)), len(raw) - len(
+            raw.translate(None, _ASCII_DIGITS)
+        )
+    return sum(map(str.isupper, line)), sum(map(str.isdigit, line))
+
+
 @dataclass(frozen=True)
 class LineModifiers:
     """Drop upper-case, numeric, counter, boilerplate and short lines; then check how much was removed."""
@@ -41,9 +55,10 @@ class LineModifiers:
         if not stripped:
             return True  # blank lines keep paragraph structure; they hold no words
         n = len(stripped)
-        if sum(c.isupper() for c in stripped) / n > self.max_uppercase_ratio:
+        upper, digits = _count_upper_digits(stripped)
+        if upper / n > self.max_uppercase_ratio:
             return False
-        if sum(c.isdigit() for c in stripped) / n > self.max_numeric_ratio:
+        if digits / n > self.max_numeric_ratio:
             return False
         if self.drop_counters and _COUNTER.match(stripped):
             return False

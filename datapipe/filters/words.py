@@ -2,47 +2,183 @@
 
 datatrove splits words with ``spacy.blank(lang)`` and Gopher-style rules are defined on those words, so a filter
 that should agree with datatrove must split the same way. spaCy tokenizes every whitespace-separated chunk on its
-own (prefixes, suffixes, infixes, special cases), so a chunk made only of letters that is not one of its special
-cases ("dont" -> "do", "nt") is always a single word. Those chunks, the large majority of running text, are taken as
-they are; every other chunk goes through spaCy's own tokenizer once and is remembered.
+own; this module does the same per chunk, in three tiers:
+
+1. a chunk of letters only that is not one of spaCy's special cases ("dont" -> "do", "nt") is one word;
+2. other chunks follow spaCy's affix algorithm (peel prefixes and suffixes with spaCy's own compiled patterns,
+   split the rest on its infix pattern), written here in Python without building a ``Doc``; any chunk that touches
+   a special case (an exception such as "e.g." or ":)") is left to tier 3;
+3. spaCy's own tokenizer, for the chunks tier 2 declines.
+
+Results are memoized per chunk. ``tests/test_filters.py`` checks the output against spaCy on every fixture document.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import re
+from bisect import bisect_right
 from functools import cache
+from itertools import accumulate, chain
 
 
 class WordSplitter:
     """``split(text)`` == ``[t.text.strip() for t in spacy.blank(lang)(text) if t.text.strip()]``."""
 
-    def __init__(self, language: str = "en", memo_size: int = 200_000) -> None:
+    def __init__(self, language: str = "en", memo_size: int = 1_000_000) -> None:
         import spacy
 
         self.language = language
-        self._tokenizer = spacy.blank(language).tokenizer
-        self._special = frozenset(self._tokenizer.rules or ())
-        self._memo: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        tok = spacy.blank(language).tokenizer
+        self._tokenizer = tok
+        self._special = frozenset(tok.rules or ())
+        none = re.compile("a^")
+        self._prefix = tok.prefix_search or none.search
+        self._suffix_full = tok.suffix_search or none.search
+        self._suffix_re = getattr(self._suffix_full, "__self__", none)
+        self._infix = tok.infix_finditer or none.finditer
+        self._token_match = tok.token_match
+        self._url_match = tok.url_match or none.match
+        # special cases that spaCy re-applies over the split tokens (those containing an affix, e.g. "e.g." or
+        # ":)"), as the token sequences it looks for; a chunk whose tokens contain one is left to spaCy itself
+        self._patterns: dict[str, tuple[tuple[str, ...], ...]] = {}  # first token -> token sequences
+        by_start: dict[str, set[tuple[str, ...]]] = {}
+        for s in self._special:
+            if s.strip() and (self._prefix(s) or self._suffix(s) or list(self._infix(s))):
+                pattern = self._affix_split(s, with_specials=False)
+                if pattern:
+                    by_start.setdefault(pattern[0], set()).add(pattern)
+        self._patterns = {k: tuple(sorted(v)) for k, v in by_start.items()}
+        self._memo: dict[str, tuple[str, ...]] = {}
         self._memo_size = memo_size
 
-    def _chunk(self, chunk: str) -> tuple[str, ...]:
-        got = self._memo.get(chunk)
-        if got is None:
-            got = tuple(s for s in (t.text.strip() for t in self._tokenizer(chunk)) if s)
-            self._memo[chunk] = got
-            if len(self._memo) > self._memo_size:
-                self._memo.popitem(last=False)
-        return got
+    _WINDOW = 32  # longer than any bounded suffix pattern (units, quotes, "'s": at most ~10 characters)
+
+    def _suffix(self, string: str):
+        """``suffix_search(string)``, scanning only the last characters of a long string.
+
+        A suffix match ends at the end of the string; every pattern but runs of dots is at most ~10 characters
+        long, and lookbehinds still see the characters before ``pos``. A match found right at the window's start
+        may extend further left (a run of dots), so that one case searches the whole string.
+        """
+        n = len(string)
+        # a suffix ending in a letter or digit is a unit or currency after a number ("10km") or "'s"; with two
+        # letters/digits at the end and no digit anywhere, neither can match
+        if n > 1 and string[-1].isalnum() and string[-2].isalnum() and not _DIGIT.search(string):
+            return None
+        if n <= self._WINDOW:
+            return self._suffix_full(string)
+        pos = n - self._WINDOW
+        m = self._suffix_re.search(string, pos)
+        if m is not None and m.start() == pos:
+            return self._suffix_full(string)
+        return m
+
+    # -- tier 2: spaCy's affix algorithm -------------------------------------------------------------------------
+    def _affix_split(self, chunk: str, with_specials: bool = True) -> tuple[str, ...] | None:
+        """Tokens of ``chunk`` by spaCy's affix rules, or None when a special case or token match is involved."""
+        specials = self._special if with_specials else frozenset()
+        if self._token_match is not None or chunk in specials:
+            return None
+        prefix_search, suffix_search = self._prefix, self._suffix
+        string = chunk
+        prefixes: list[str] = []
+        suffixes: list[str] = []
+        last_size = -1
+        while string and len(string) != last_size:
+            if string in specials:
+                return None
+            last_size = len(string)
+            m = prefix_search(string)
+            pre_len = (m.end() - m.start()) if m is not None else 0
+            if pre_len:
+                prefix, minus_pre = string[:pre_len], string[pre_len:]
+                if minus_pre and minus_pre in specials:
+                    return None
+            m = suffix_search(string[pre_len:])
+            suf_len = (m.end() - m.start()) if m is not None else 0
+            if suf_len:
+                suffix, minus_suf = string[-suf_len:], string[:-suf_len]
+                if minus_suf and minus_suf in specials:
+                    return None
+            if pre_len and suf_len and pre_len + suf_len <= len(string):
+                string = string[pre_len:-suf_len]
+                prefixes.append(prefix)
+                suffixes.append(suffix)
+            elif pre_len:
+                string = minus_pre
+                prefixes.append(prefix)
+            elif suf_len:
+                string = minus_suf
+                suffixes.append(suffix)
+        middle: list[str] = []
+        if string:
+            if string in specials:
+                return None
+            if "." in string and self._url_match(string) or string.isalnum():  # every URL pattern needs a dot
+                middle = [string]
+            else:
+                start = 0
+                for match in self._infix(string):
+                    s, e = match.start(), match.end()
+                    if s == 0:
+                        continue
+                    if s != start:
+                        middle.append(string[start:s])
+                    if s != e:
+                        middle.append(string[s:e])
+                    start = e
+                if start < len(string):
+                    middle.append(string[start:])
+        tokens = (*prefixes, *middle, *reversed(suffixes))
+        if with_specials:
+            patterns = self._patterns
+            for i, t in enumerate(tokens):
+                for p in patterns.get(t, ()):
+                    if tokens[i : i + len(p)] == p:
+                        return None
+        return tuple(p for p in (x.strip() for x in tokens) if p)
+
+    # -- tier 3: spaCy itself ----------------------------------------------------------------------------------
+    def _with_spacy(self, chunks: list[str]) -> None:
+        """Tokenize chunks with spaCy itself, all in one call, one chunk per line.
+
+        The newline between chunks becomes a token of its own, so no special case can join the end of one chunk
+        to the start of the next (as a plain space would let it).
+        """
+        joined = "\n".join(chunks)
+        starts = list(accumulate((len(c) + 1 for c in chunks[:-1]), initial=0))
+        words: list[list[str]] = [[] for _ in chunks]
+        for tok in self._tokenizer(joined):
+            text = tok.text.strip()
+            if text:
+                words[bisect_right(starts, tok.idx) - 1].append(text)
+        for c, w in zip(chunks, words, strict=True):
+            self._memo[c] = tuple(w)
 
     def split(self, text: str) -> list[str]:
-        out: list[str] = []
-        special = self._special
-        for chunk in text.split():
-            if chunk.isalpha() and chunk not in special:
-                out.append(chunk)
-            else:
-                out.extend(self._chunk(chunk))
-        return out
+        chunks = text.split()
+        memo = self._memo
+        new = set(chunks).difference(memo)
+        if new:
+            if len(memo) + len(new) > self._memo_size:
+                memo.clear()  # a memo, not a cache of record: starting over changes no result
+            special = self._special
+            hard = []
+            for c in new:
+                if c.isalpha() and c not in special:
+                    memo[c] = (c,)
+                else:
+                    got = self._affix_split(c)
+                    if got is None:
+                        hard.append(c)
+                    else:
+                        memo[c] = got
+            if hard:
+                self._with_spacy(sorted(hard))
+        return list(chain.from_iterable(map(memo.__getitem__, chunks)))
+
+
+_DIGIT = re.compile(r"\d")
 
 
 @cache
