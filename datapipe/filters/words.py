@@ -42,11 +42,18 @@ class WordSplitter:
         # ":)"), as the token sequences it looks for; a chunk whose tokens contain one is left to spaCy itself
         self._patterns: dict[str, tuple[tuple[str, ...], ...]] = {}  # first token -> token sequences
         by_start: dict[str, set[tuple[str, ...]]] = {}
-        for s in self._special:
+        from spacy.attrs import ORTH
+
+        for s, rule in (tok.rules or {}).items():
             if s.strip() and (self._prefix(s) or self._suffix(s) or list(self._infix(s))):
                 pattern = self._affix_split(s, with_specials=False)
-                if pattern:
-                    by_start.setdefault(pattern[0], set()).add(pattern)
+                if not pattern:
+                    continue
+                if len(pattern) == 1 and tuple(t[ORTH] for t in rule) == pattern:
+                    # a one-token case that leaves the text as it is ("'" stays "'"); it cannot block another
+                    # case either, since spaCy applies longer cases first
+                    continue
+                by_start.setdefault(pattern[0], set()).add(pattern)
         self._patterns = {k: tuple(sorted(v)) for k, v in by_start.items()}
         self._memo: dict[str, tuple[str, ...]] = {}
         self._memo_size = memo_size

@@ -9,9 +9,11 @@ member without complaint. This reader therefore:
   ``WARC/1.x`` line in an uncompressed file), counts the unreadable stretch as ``skipped["warc/corrupt_region"]``
   and goes on from there, so one bad spot costs the records in it, not the rest of the file.
 
-Yielded records are HTTP ``response`` records with an HTML content type (as ``html`` bytes plus the declared
-charset) and WET ``conversion`` records (as ``text``). Every other record type is counted under
-``skipped["warc/<type>"]``; a response that is not HTML or not 2xx is a document removed with a reason.
+Yielded records are HTTP ``response`` records with a 2xx status and an HTML content type (as ``html`` bytes plus
+the declared charset) and WET ``conversion`` records (as ``text``); only these are documents (``docs_in``). Every
+other record is counted under ``skipped``: ``warc/<type>`` for other record types, ``warc/not_html`` and
+``warc/http_not_ok`` for responses that hold no page. A response cut short counts as a document removed as
+``read/truncated_record``.
 """
 
 from __future__ import annotations
@@ -70,17 +72,20 @@ def _meta(record) -> dict:
     }
 
 
-def _read_payload(record, stats: StageStats) -> bytes:
-    """The record's payload; a read error counts the (already counted-in) document as truncated, then re-raises."""
+def _read_payload(record, stats: StageStats, counted: bool = True) -> bytes:
+    """The record's payload. A read error counts the record as a document removed as truncated (counting it in
+    first unless the caller already has), then re-raises so that the reader resynchronizes."""
     try:
         return record.reader.read()
     except OSError:
+        if not counted:
+            stats.docs_in += 1
         stats.remove("read/truncated_record")
         raise
 
 
 def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
-    index = 0  # documents (response / conversion records) seen, for stable ids
+    index = 0  # documents read whole (HTML responses, conversions), for stable ids
 
     def handle(record) -> dict | None:
         nonlocal index
@@ -88,7 +93,6 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
         is_doc = rtype in (WarcRecordType.response, WarcRecordType.conversion)
         if record.headers.get("Content-Length") is None:  # the header block itself was cut off
             if is_doc:
-                index += 1
                 stats.docs_in += 1
                 stats.remove("read/truncated_record")
             else:
@@ -114,29 +118,30 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
         if rtype != WarcRecordType.response:
             stats.skip(f"warc/{str(rtype).split('.')[-1]}")
             return None
-        i, index = index, index + 1
-        stats.docs_in += 1
         # read the whole block first: a record cut short must count as truncated, whatever part was lost
         expected = record.content_length
-        block = _read_payload(record, stats)
+        block = _read_payload(record, stats, counted=False)
         stats.bytes_in += len(block)
         if len(block) < expected:
+            stats.docs_in += 1
             stats.remove("read/truncated_record")
             return None
         record.set_bytes_content(block)
         try:
             record.parse_http()
         except Exception:  # a response whose HTTP header block is broken
-            stats.remove("read/bad_http_header")
+            stats.skip("warc/bad_http_header")
             return None
         status = record.http_headers.status_code if record.http_headers is not None else None
         ctype = (record.http_content_type or "").lower()
         if status is not None and not 200 <= status < 300:
-            stats.remove("read/http_not_ok")
+            stats.skip("warc/http_not_ok")  # redirects, errors: no page to read
             return None
         if not ctype.startswith(HTML_TYPES):
-            stats.remove("read/not_html")
+            stats.skip("warc/not_html")  # images, scripts, style sheets
             return None
+        i, index = index, index + 1
+        stats.docs_in += 1
         payload = record.reader.read()
         meta = _meta(record)
         meta["content_type"] = ctype
