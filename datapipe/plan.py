@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.dedup.stage import DedupStage, ParagraphStage
 from datapipe.extract.stage import ExtractStage
 from datapipe.filters.stage import FilterStage
 from datapipe.io import fs
@@ -84,12 +85,16 @@ def plan_mixture(
         # copy) keeps its hashes; the size guards against a file replaced under the same name
         raw_inputs = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
         stages = [_make(src.name, "extract", src.reader_config(), raw_inputs, mixture.output, shards)]
+        later: list[tuple[str, dict[str, Any]]] = []
         if src.filters is not None:
-            stages.append(
-                _make(src.name, "filter", src.filters.to_dict(), [stages[-1].hash], mixture.output, shards)
-            )
-        tok_cfg = {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}
-        stages.append(_make(src.name, "tokenize", tok_cfg, [stages[-1].hash], mixture.output, shards))
+            later.append(("filter", src.filters.to_dict()))
+        if src.dedup is not None:
+            later.append(("dedup", src.dedup.to_dict()))
+        if src.paragraphs is not None:
+            later.append(("paragraphs", src.paragraphs.to_dict()))
+        later.append(("tokenize", {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}))
+        for name, config in later:  # each stage's input is the one before it
+            stages.append(_make(src.name, name, config, [stages[-1].hash], mixture.output, shards))
         plans.append(SourcePlan(src, tuple(stages)))
     return plans
 
@@ -102,6 +107,10 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
     if stage.stage == "filter":
         assert plan.source.filters is not None
         return FilterStage(plan.source.name, plan.source.filters, upstream.out_dir, stage.out_dir)
+    if stage.stage == "dedup":
+        return DedupStage(plan.source.name, plan.source.dedup, upstream.out_dir, stage.out_dir)
+    if stage.stage == "paragraphs":
+        return ParagraphStage(plan.source.name, plan.source.paragraphs, upstream.out_dir, stage.out_dir)
     if stage.stage == "tokenize":
         return TokenizeStage(plan.source.name, mixture.tokenizer, upstream.out_dir, stage.out_dir)
     raise ValueError(f"unknown stage {stage.stage!r}")

@@ -27,6 +27,7 @@ class StageStats:
     tokens: int = 0
     bytes_in: int = 0
     chars_out: int = 0
+    counters: Counter = field(default_factory=Counter)  # stage-specific counts (e.g. dedup/lines_removed)
 
     def remove(self, reason: str, n: int = 1) -> None:
         self.removed[reason] += n
@@ -47,6 +48,7 @@ class StageStats:
             tokens=self.tokens + other.tokens,
             bytes_in=self.bytes_in + other.bytes_in,
             chars_out=self.chars_out + other.chars_out,
+            counters=self.counters + other.counters,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,6 +60,7 @@ class StageStats:
             "tokens": self.tokens,
             "bytes_in": self.bytes_in,
             "chars_out": self.chars_out,
+            "counters": dict(sorted(self.counters.items())),
         }
 
     @classmethod
@@ -70,6 +73,7 @@ class StageStats:
             tokens=d.get("tokens", 0),
             bytes_in=d.get("bytes_in", 0),
             chars_out=d.get("chars_out", 0),
+            counters=Counter(d.get("counters", {})),
         )
 
 

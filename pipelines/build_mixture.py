@@ -71,6 +71,7 @@ def run(argv: list[str] | None = None) -> int:
         print_plan(plans, mixture.output)
         return 0
 
+    from pipelines.beam_dedup import run_global
     from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
     from pipelines.beam_stage import run_stage
 
@@ -85,6 +86,7 @@ def run(argv: list[str] | None = None) -> int:
                 continue
             t0 = time.perf_counter()
             stage = make_stage(mixture, sp, st)
+            run_global(stage, list(st.shards), options)  # dedup stages: keys -> groups -> removal lists
             run_stage(stage, st, options)
             if hasattr(stage, "cleanup"):
                 stage.cleanup()

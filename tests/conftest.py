@@ -32,7 +32,9 @@ sources:
   prose:
     weight: 1.5
     format: jsonl
-    paths: [prose/pydoc-howto-*.jsonl.gz, fortunes/fortunes-de.jsonl.zst, prose/pydoc-faq-*.jsonl]
+    paths: [prose/pydoc-howto-*.jsonl.gz, fortunes/fortunes-de.jsonl.zst, prose/pydoc-faq-*.jsonl,
+            prose/pydoc-library-*.jsonl.zst]
+    dedup: {{exact: true, minhash: {{preset: fineweb}}, paragraphs: {{min_chars: 50}}}}
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,14 @@ from tests.conftest import run_build, write_mixture
 def _stage_dir(out: Path, source: str, stage: str) -> Path:
     (d,) = [p for p in (out / source).iterdir() if p.name.startswith(stage + "-")]
     return d
+
+
+ORDER = ("extract", "filter", "dedup", "paragraphs", "tokenize")
+
+
+def _stages(out: Path, source: str) -> list[Path]:
+    """A source's stage folders in pipeline order."""
+    return sorted((out / source).iterdir(), key=lambda p: ORDER.index(p.name.split("-")[0]))
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
@@ -49,7 +58,7 @@ def test_cache_holds_exactly_the_tokenized_documents_in_order(built_small):
     out, _ = built_small
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
     for source in ("web", "code", "prose"):
-        upstream = sorted((out / source).iterdir())[-2]  # the stage whose documents tokenize read
+        upstream = _stages(out, source)[-2]  # the stage whose documents tokenize read
         parts = sorted(upstream.glob("part-*.jsonl.zst"))
         docs = [d for p in parts for d in read_records(str(p))]
         # deterministic order: shard order, then document order within the shard
@@ -67,22 +76,27 @@ def test_accounting_balances(built_small):
     """Every stage: in == kept + removed by reason, and each stage's input is the previous stage's output."""
     out, _ = built_small
     for source in ("web", "code", "prose"):
-        stages = sorted((out / source).iterdir())
+        stages = _stages(out, source)
         docs = [json.loads((d / "stage.json").read_text()) for d in stages]
         for prev, doc in zip([None, *docs], docs, strict=False):
             c = doc["counts"]
             assert c["docs_in"] == c["docs_kept"] + sum(c["removed"].values())
             if prev is not None:
                 assert c["docs_in"] == prev["counts"]["docs_kept"]
-            assert all(k.split("/")[0] in ("read", "extract", "langid", "filter") for k in c["removed"])
+            assert all(
+                k.split("/")[0] in ("read", "extract", "langid", "filter", "dedup", "paragraphs")
+                for k in c["removed"]
+            )
         tk = docs[-1]
         assert tk["cache"]["tokens"] == tk["counts"]["tokens"]
         assert all((d / "_SUCCESS").exists() for d in stages)
         assert not (stages[-1] / "shards").exists()
-    web = [json.loads((d / "stage.json").read_text())["counts"] for d in sorted((out / "web").iterdir())]
+    web = [json.loads((d / "stage.json").read_text())["counts"] for d in _stages(out, "web")]
     assert web[0]["skipped"]["warc/request"] > 0 and web[0]["skipped"]["warc/not_html"] > 0
     assert web[0]["removed"]["langid/language"] > 0  # the crawl holds non-English handbook pages
     assert sum(v for k, v in web[1]["removed"].items() if k.startswith("filter/")) > 0
+    prose = [json.loads((d / "stage.json").read_text())["counts"] for d in _stages(out, "prose")]
+    assert prose[0]["removed"] == {} and prose[1]["removed"]["dedup/exact"] >= 2  # the planted exact copies
 
 
 def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):
@@ -90,10 +104,10 @@ def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture)
     before = _tree_digest(out)
     proc = run_build("--mixture", str(small_mixture), "--output", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("skipped (cached)") == 7 and " ran in " not in proc.stdout
+    assert proc.stdout.count("skipped (cached)") == 9 and " ran in " not in proc.stdout
     assert _tree_digest(out) == before
     dry = run_build("--mixture", str(small_mixture), "--output", str(out), "--dry-run")
-    assert dry.stdout.count("cached") == 7 and "would run" not in dry.stdout
+    assert dry.stdout.count("cached") == 9 and "would run" not in dry.stdout
 
 
 def test_two_worker_processes_give_the_same_bytes(built_small, small_mixture, tmp_path):
@@ -137,14 +151,11 @@ def test_changing_tokenizer_config_reruns_only_tokenize(built_small, small_mixtu
     # reuse the built extract stages: copy them in
     src_out, _ = built_small
     for source in ("web", "code", "prose"):
-        for stage in sorted((src_out / source).iterdir())[:-1]:  # every stage but tokenize
-            dest = out / source / stage.name
-            dest.mkdir(parents=True)
-            for f in stage.iterdir():
-                (dest / f.name).write_bytes(f.read_bytes())
+        for stage in _stages(src_out, source)[:-1]:
+            shutil.copytree(stage, out / source / stage.name)
     proc = run_build("--mixture", str(mix), "--output", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("skipped (cached)") == 4 and proc.stdout.count(" ran in ") == 3
+    assert proc.stdout.count("skipped (cached)") == 6 and proc.stdout.count(" ran in ") == 3
     doc = read_manifest(str(out))
     assert doc["tokenizer"]["add_bos"] is True
     cache = open_component(str(out), doc, "code")

@@ -91,6 +91,8 @@ class SourceConfig:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     langid: LangidConfig | None = None
     filters: FilterConfig | None = None
+    dedup: Any = None  # datapipe.dedup.stage.DedupConfig | None
+    paragraphs: Any = None  # datapipe.dedup.stage.ParagraphConfig | None
     description: str = ""
     real_location: str = ""
 
@@ -171,6 +173,25 @@ def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
     )
 
 
+def _dedup(doc: dict | None) -> dict[str, Any]:
+    from datapipe.dedup.minhash import MinHashConfig
+    from datapipe.dedup.stage import DedupConfig, ParagraphConfig
+
+    if doc is None:
+        return {}
+    out: dict[str, Any] = {}
+    mh = doc.get("minhash")
+    minhash = None
+    if mh is not None:
+        mh = dict(mh)
+        minhash = MinHashConfig.preset(mh.pop("preset", "fineweb"), **mh)
+    if doc.get("exact", True) or minhash is not None:
+        out["dedup"] = DedupConfig(exact=doc.get("exact", True), minhash=minhash)
+    if "paragraphs" in doc:
+        out["paragraphs"] = ParagraphConfig(**doc["paragraphs"])
+    return out
+
+
 def load_mixture(
     name_or_path: str,
     *,
@@ -228,6 +249,7 @@ def load_mixture(
                 extract=ExtractConfig(**ex),
                 langid=_langid(s.get("langid"), yaml_dir),
                 filters=_filters(s.get("filters"), yaml_dir),
+                **_dedup(s.get("dedup")),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
             )

@@ -1,0 +1,164 @@
+"""MinHash signatures and LSH band keys, computed for many documents at once.
+
+Shingles are word n-grams of the normalized text, hashed to 64 bits with numpy (each distinct word hashed once with
+xxh3, then n of them mixed and finalized with splitmix64). Signatures use datasketch's ``affine64`` scheme exactly:
+each shingle hash is pre-mixed with MurmurHash3's 64-bit finalizer, then permutation k maps it to
+``a_k * h + b_k mod 2**64`` (``a_k`` odd, so a bijection: no collisions, unlike the legacy fold of a 61-bit prime
+range to 32 bits, which inflates similarity on large sets), with datasketch's ``RandomState(seed)`` draws of a and b.
+A signature therefore equals datasketch's ``MinHash(scheme="affine64")`` fed the same shingle hashes. The loop over
+shingles x permutations is compiled with numba instead of materializing a shingles x permutations matrix.
+
+LSH: ``b`` bands of ``r`` rows; two documents become candidates when all ``r`` values of some band agree, which
+happens with probability ``1 - (1 - s**r)**b`` for Jaccard similarity ``s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import xxhash
+
+from datapipe.dedup.normalize import normalize
+
+MAX_HASH = np.uint64((1 << 64) - 1)
+
+# (bands, rows, seed)
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "fineweb": (14, 8, 1),  # FineWeb / datatrove: 112 permutations
+    "marin": (26, 11, 42),  # Marin: 286 permutations, seed 42
+}
+
+
+def s_curve(s: float, bands: int, rows: int) -> float:
+    """Probability that two documents of Jaccard similarity ``s`` share at least one band."""
+    return 1.0 - (1.0 - s**rows) ** bands
+
+
+def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (a, b) arrays datasketch draws for ``MinHash(num_perm, seed, scheme="affine64")``."""
+    gen = np.random.RandomState(seed)
+    a = gen.randint(0, 1 << 63, num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    b = gen.randint(0, 1 << 64, num_perm, dtype=np.uint64)
+    return np.ascontiguousarray(a), np.ascontiguousarray(b)
+
+
+@numba.njit(cache=True, nogil=True)
+def _signatures(hashes, offsets, a, b, out):  # pragma: no cover - compiled
+    k_count = a.shape[0]
+    for d in range(offsets.shape[0] - 1):
+        for k in range(k_count):
+            out[d, k] = np.uint64(0xFFFFFFFFFFFFFFFF)
+        for i in range(offsets[d], offsets[d + 1]):
+            h = hashes[i]  # MurmurHash3 fmix64, a bijection
+            h ^= h >> np.uint64(33)
+            h *= np.uint64(0xFF51AFD7ED558CCD)
+            h ^= h >> np.uint64(33)
+            h *= np.uint64(0xC4CEB9FE1A85EC53)
+            h ^= h >> np.uint64(33)
+            for k in range(k_count):
+                v = a[k] * h + b[k]  # wraps modulo 2**64
+                if v < out[d, k]:
+                    out[d, k] = v
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    z = z ^ (z >> np.uint64(30))
+    z = z * np.uint64(0xBF58476D1CE4E5B9)
+    z = z ^ (z >> np.uint64(27))
+    z = z * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class Shingler:
+    """Word n-gram shingles of normalized text as a sorted array of distinct 64-bit hashes."""
+
+    ngram: int = 5
+    memo_size: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        self._words: dict[str, int] = {}
+
+    def _word_ids(self, words: list[str]) -> np.ndarray:
+        memo = self._words
+        new = set(words).difference(memo)
+        if new:
+            if len(memo) + len(new) > self.memo_size:
+                memo.clear()
+                new = set(words)
+            for w in new:
+                memo[w] = xxhash.xxh3_64_intdigest(w.encode("utf-8"))
+        return np.fromiter(map(memo.__getitem__, words), dtype=np.uint64, count=len(words))
+
+    def __call__(self, text: str) -> np.ndarray:
+        words = normalize(text).split()
+        if not words:
+            return np.zeros(0, dtype=np.uint64)
+        w = self._word_ids(words)
+        n = min(self.ngram, len(w))  # a text shorter than n words is one shingle of all its words
+        m = len(w) - n + 1
+        h = w[:m].copy()
+        with np.errstate(over="ignore"):
+            for i in range(1, n):
+                h = h * np.uint64(0x9E3779B97F4A7C15) + w[i : i + m]
+            h = _splitmix64(h)
+        return np.unique(h)
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    bands: int = 14
+    rows: int = 8
+    seed: int = 1
+    ngram: int = 5
+    threshold: float = 0.8  # verified edges need exact Jaccard >= threshold
+    verify: bool = True
+    max_bucket_pairs: int = (
+        64  # buckets up to this size are verified pair by pair; larger ones as a star + chain
+    )
+
+    @property
+    def num_perm(self) -> int:
+        return self.bands * self.rows
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> MinHashConfig:
+        bands, rows, seed = PRESETS[name]
+        return cls(**{"bands": bands, "rows": rows, "seed": seed, **overrides})
+
+
+class MinHasher:
+    def __init__(self, config: MinHashConfig) -> None:
+        self.config = config
+        self.a, self.b = permutations(config.num_perm, config.seed)
+
+    def signatures(self, shingle_sets: list[np.ndarray]) -> np.ndarray:
+        """One uint64 signature row per document (all-max for a document without shingles)."""
+        offsets = np.zeros(len(shingle_sets) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in shingle_sets], out=offsets[1:])
+        flat = np.concatenate(shingle_sets) if shingle_sets else np.zeros(0, dtype=np.uint64)
+        out = np.empty((len(shingle_sets), self.config.num_perm), dtype=np.uint64)
+        _signatures(flat.astype(np.uint64, copy=False), offsets, self.a, self.b, out)
+        return out
+
+    def band_keys(self, signature: np.ndarray) -> list[int]:
+        """One 64-bit key per band (seeded by the band's index, so equal rows in different bands differ)."""
+        r = self.config.rows
+        return [
+            xxhash.xxh3_64_intdigest(signature[i * r : (i + 1) * r].tobytes(), seed=i)
+            for i in range(self.config.bands)
+        ]
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact Jaccard similarity of two sorted arrays of distinct shingle hashes."""
+    if not len(a) and not len(b):
+        return 1.0
+    inter = len(np.intersect1d(a, b, assume_unique=True))
+    return inter / (len(a) + len(b) - inter)
+
+
+def estimate(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
+    return float(np.mean(sig_a == sig_b))

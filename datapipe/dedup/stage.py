@@ -1,0 +1,212 @@
+"""The ``dedup`` (document level) and ``paragraphs`` (line level) stages.
+
+Each has two phases. The global phase (run by ``pipelines/beam_dedup.py``) reads every shard once to emit small
+keys (hashes of normalized text, LSH band keys, hashes of lines), groups them by key, and ends with one sorted
+removal list per input shard. The shard phase then streams each shard once with its own list, like any other
+stage. Document text never crosses workers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import xxhash
+
+from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler
+from datapipe.dedup.normalize import normalize
+from datapipe.dedup.store import read_removals, write_shingles
+from datapipe.io import fs
+from datapipe.io.jsonl import read_records, write_records_atomic
+from datapipe.io.shards import Shard
+from datapipe.stage import DocumentStage
+from datapipe.stats import StageStats
+
+GLOBAL_REPORT = "global.json"
+GLOBAL_SUCCESS = "_GLOBAL_SUCCESS"
+# when several methods remove the same document, the first of these names it
+REASON_ORDER = ("dedup/exact", "dedup/minhash")
+
+
+def text_hash(text: str) -> int:
+    """128-bit hash of normalized text."""
+    return xxhash.xxh3_128_intdigest(normalize(text).encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    exact: bool = True
+    minhash: MinHashConfig | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        mh = self.minhash
+        return {
+            "exact": self.exact,
+            "minhash": None if mh is None else {k: getattr(mh, k) for k in mh.__dataclass_fields__},
+        }
+
+
+@dataclass(frozen=True)
+class ParagraphConfig:
+    min_chars: int = 50  # a document left with fewer characters is removed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_chars": self.min_chars}
+
+
+class _TwoPhase(DocumentStage):
+    """Shared plumbing: upstream parts in, removal lists from the global phase, parts out."""
+
+    def upstream(self, shard: Shard) -> str:
+        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
+
+    def global_done(self) -> bool:
+        return fs.exists(fs.join(self.out_dir, GLOBAL_SUCCESS))
+
+    def write_global_report(self, report: dict[str, Any]) -> None:
+        fs.write_text_atomic(
+            fs.join(self.out_dir, GLOBAL_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n"
+        )
+        fs.write_text_atomic(fs.join(self.out_dir, GLOBAL_SUCCESS), "")
+
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        report = json.loads(fs.read_text(fs.join(self.out_dir, GLOBAL_REPORT)))
+        for comp in report.get("largest_components", []):  # references -> stable document ids, for inspection
+            comp["ids"] = self._ids([tuple(m) for m in comp.pop("members")], shards)
+        return {**super().finalize(shards, stats), "dedup": report}
+
+    def _ids(self, refs: list[tuple[int, int]], shards: list[Shard]) -> list[str]:
+        by_index = {s.index: s for s in shards}
+        wanted: dict[int, set[int]] = {}
+        for shard, doc in refs:
+            wanted.setdefault(shard, set()).add(doc)
+        found: dict[tuple[int, int], str] = {}
+        for shard, docs in wanted.items():
+            for i, doc in enumerate(read_records(self.upstream(by_index[shard]))):
+                if i in docs:
+                    found[(shard, i)] = doc["id"]
+        return [found[r] for r in refs]
+
+
+@dataclass
+class DedupStage(_TwoPhase):
+    source: str
+    config: DedupConfig
+    input_dir: str
+    out_dir: str
+    name: str = "dedup"
+    _hasher: MinHasher | None = field(default=None, repr=False)
+    _shingler: Shingler | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_hasher": None, "_shingler": None}
+
+    def setup(self) -> None:
+        if self.config.minhash is not None and self._hasher is None:
+            self._hasher = MinHasher(self.config.minhash)
+            self._shingler = Shingler(self.config.minhash.ngram)
+
+    def sign_shard(self, shard: Shard) -> tuple[list, list, int]:
+        """Keys of one shard: ``(text hash, ref)`` for exact dedup, ``((band, key), ref)`` for LSH, doc count.
+
+        Also writes the shard's shingle sets for verification.
+        """
+        self.setup()
+        exact, bands, sets = [], [], []
+        n = 0
+        for i, doc in enumerate(read_records(self.upstream(shard))):
+            n += 1
+            ref = (shard.index, i)
+            if self.config.exact:
+                exact.append((text_hash(doc["text"]), ref))
+            if self._shingler is not None:
+                sets.append(self._shingler(doc["text"]))
+        if self._hasher is not None:
+            sigs = self._hasher.signatures(sets)
+            for i, (sig, shingles) in enumerate(zip(sigs, sets, strict=True)):
+                if len(shingles):  # an empty text has no signature to compare
+                    ref = (shard.index, i)
+                    bands.extend(((b, key), ref) for b, key in enumerate(self._hasher.band_keys(sig)))
+            write_shingles(self.out_dir, shard.index, sets)
+        return exact, bands, n
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        removals = {r[0]: r[1] for r in read_removals(self.out_dir, shard.index)}  # doc index -> reason
+        stats = StageStats()
+        kept = []
+        for i, doc in enumerate(read_records(self.upstream(shard))):
+            stats.docs_in += 1
+            reason = removals.get(i)
+            if reason is not None:
+                stats.remove(reason)
+                continue
+            stats.docs_kept += 1
+            stats.chars_out += len(doc["text"])
+            kept.append(doc)
+        write_records_atomic(self.part_url(shard), kept)
+        return stats
+
+
+def first_reason(decisions: list[tuple[str, Any]]) -> tuple[str, Any]:
+    """Of several ``(reason, survivor)`` decisions for one document, the one whose reason comes first."""
+    return min(
+        decisions, key=lambda d: (REASON_ORDER.index(d[0]) if d[0] in REASON_ORDER else len(REASON_ORDER), d)
+    )
+
+
+@dataclass
+class ParagraphStage(_TwoPhase):
+    source: str
+    config: ParagraphConfig
+    input_dir: str
+    out_dir: str
+    name: str = "paragraphs"
+
+    def line_keys(self, shard: Shard) -> tuple[list[tuple[int, tuple[int, int, int]]], int]:
+        """``(hash of the normalized line, (shard, doc, line))`` for every line with text after normalizing; and
+        the shard's document count."""
+        out = []
+        n = 0
+        for i, doc in enumerate(read_records(self.upstream(shard))):
+            n += 1
+            for j, line in enumerate(doc["text"].split("\n")):
+                norm = normalize(line)
+                if norm:
+                    out.append((xxhash.xxh3_128_intdigest(norm.encode("utf-8")), (shard.index, i, j)))
+        return out, n
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        by_doc: dict[int, set[int]] = {}
+        for doc_index, line_index in read_removals(self.out_dir, shard.index):
+            by_doc.setdefault(doc_index, set()).add(line_index)
+        stats = StageStats()
+        kept = []
+        for i, doc in enumerate(read_records(self.upstream(shard))):
+            stats.docs_in += 1
+            drop = by_doc.get(i)
+            if drop:
+                lines = doc["text"].split("\n")
+                doc["text"] = "\n".join(line for j, line in enumerate(lines) if j not in drop).strip()
+                stats.counters["paragraphs/lines_removed"] += len(drop)
+                if len(doc["text"]) < self.config.min_chars:
+                    stats.remove("paragraphs/too_little_left")
+                    continue
+            stats.docs_kept += 1
+            stats.chars_out += len(doc["text"])
+            kept.append(doc)
+        write_records_atomic(self.part_url(shard), kept)
+        return stats
+
+
+def component_report(histogram: dict, largest: list, held_max: int, shuffle: dict) -> dict:
+    """Component-size histogram (powers of two), the largest components' members, memory and shuffle figures."""
+    return {
+        "components": sum(histogram.values()),
+        "component_size_histogram": {
+            f"<={k}": v for k, v in sorted(histogram.items(), key=lambda kv: int(kv[0]))
+        },
+        "largest_components": [{"size": size, "members": members} for size, members in largest],
+        "largest_held_collection": held_max,
+        "shuffle_bytes": shuffle,
+    }
