@@ -16,7 +16,9 @@ Paragraph level (``paragraphs``)::
 What crosses workers is keys and references, never text: per document one 128-bit text hash, ``bands`` 64-bit
 band keys, and per line one 128-bit hash. The only collections a ``DoFn`` materializes are an LSH bucket, one
 node's neighbourhood in a components round, the candidate pairs between two shards, and one shard's removal list:
-their sizes grow with the largest duplicate cluster (or shard), not with the corpus. Each is recorded in the
+their sizes grow with the largest duplicate cluster (or shard), not with the corpus. Candidate pairs are verified
+in groups keyed by (shard of a, shard of b, a's block of ``PAIR_BLOCK`` documents): both shards' shingle files
+stay loaded, and a group holds at most 64 documents' candidates. Each is recorded in the
 ``held`` distribution metric and each shuffle's encoded bytes in ``shuffle_bytes.*`` counters.
 """
 
@@ -31,11 +33,13 @@ from datapipe.dedup.store import ShingleStore, write_removals
 from pipelines.beam_quiet import PipelineOptions, beam
 
 NS = "datapipe.dedup"
+PAIR_BLOCK = 64  # pairs are verified in groups: (shard of a, shard of b, a's block of 64 documents)
 CODER = beam.coders.FastPrimitivesCoder()
 
 
-def _held(n: int) -> None:
-    beam.metrics.Metrics.distribution(NS, "held").update(n)
+def _held(n: int, what: str) -> None:
+    """Record the size of a collection a DoFn materialized (``held.<what>``)."""
+    beam.metrics.Metrics.distribution(NS, f"held.{what}").update(n)
 
 
 def _measure(name: str):
@@ -80,7 +84,7 @@ class BucketPairs(beam.DoFn):
     def process(self, element):
         _, refs = element
         members = sorted(set(refs))
-        _held(len(members))
+        _held(len(members), "bucket")
         yield from bucket_pairs(members, self.max_pairs_bucket)
 
 
@@ -97,7 +101,7 @@ class VerifyPairs(beam.DoFn):
     def process(self, element):
         _, pairs = element
         pairs = sorted(pairs)
-        _held(len(pairs))
+        _held(len(pairs), "pairs")
         kept = beam.metrics.Metrics.counter(NS, "pairs_verified")
         rejected = beam.metrics.Metrics.counter(NS, "pairs_rejected")
         for a, b in pairs:
@@ -110,7 +114,8 @@ class VerifyPairs(beam.DoFn):
 
 
 class WriteEdges(beam.DoFn):
-    """The verified edges whose smaller end is in a shard, with their Jaccard, for inspection."""
+    """Verified edges with their Jaccard, for inspection: one file per block of 64 documents of a shard, holding
+    the edges whose smaller end is there."""
 
     def __init__(self, stage_dir: str) -> None:
         self.stage_dir = stage_dir
@@ -120,12 +125,11 @@ class WriteEdges(beam.DoFn):
 
         from datapipe.io import fs
 
-        shard, edges = element
+        (shard, block), edges = element
         edges = sorted(edges)
-        _held(len(edges))
-        fs.write_text_atomic(
-            fs.join(self.stage_dir, "edges", f"part-{shard:05d}.json"), json.dumps(edges) + "\n"
-        )
+        _held(len(edges), "edges")
+        name = f"part-{shard:05d}-{block:05d}.json"
+        fs.write_text_atomic(fs.join(self.stage_dir, "edges", name), json.dumps(edges) + "\n")
         yield shard
 
 
@@ -137,8 +141,8 @@ def _both_ways(edge):
 def _star(fn):
     def apply(element):
         node, nbrs = element
-        nbrs = list(nbrs)
-        _held(len(nbrs))
+        nbrs = set(nbrs)  # an edge can arrive more than once within a round
+        _held(len(nbrs), "neighbourhood")
         return fn(node, nbrs)
 
     return apply
@@ -163,7 +167,7 @@ class WriteRemovals(beam.DoFn):
     def process(self, element):
         shard, items = element
         items = list(items)
-        _held(len(items))
+        _held(len(items), "removals")
         if self.merge_reasons:  # a document removed by several methods is named by the first in REASON_ORDER
             by_doc: dict[int, list[tuple]] = {}
             for idx, reason, survivor in items:
@@ -212,17 +216,20 @@ class WriteComponents(beam.DoFn):
 def _component(element):
     root, members = element
     members = sorted(set(members) | {root})
-    _held(len(members))
+    _held(len(members), "component")
     return len(members), [list(m) for m in members]
 
 
 def _metrics(result) -> dict[str, Any]:
     from apache_beam.metrics.metric import MetricsFilter
 
-    out: dict[str, Any] = {"held": 0, "shuffle_bytes": {}, "counters": {}}
+    out: dict[str, Any] = {"held": 0, "held_by": {}, "shuffle_bytes": {}, "counters": {}}
     res = result.metrics().query(MetricsFilter().with_namespace(NS))
     for d in res["distributions"]:
-        out["held"] = max(out["held"], d.committed.max if d.committed else 0)
+        size = d.committed.max if d.committed else 0
+        what = d.key.metric.name.split(".", 1)[1]
+        out["held_by"][what] = max(out["held_by"].get(what, 0), size)
+        out["held"] = max(out["held"], size)
     for c in res["counters"]:
         name = c.key.metric.name
         if name.startswith("shuffle_bytes."):
@@ -261,7 +268,7 @@ def run_dedup_global(stage: DedupStage, shards: list, options: PipelineOptions, 
         if mh.verify:
             edges = (
                 pairs
-                | "ByShardPair" >> beam.Map(lambda ab: ((ab[0][0], ab[1][0]), ab))
+                | "ByShardPair" >> beam.Map(lambda ab: ((ab[0][0], ab[1][0], ab[0][1] // PAIR_BLOCK), ab))
                 | "MeasurePairs" >> _measure("pairs")
                 | "GroupShardPairs" >> beam.GroupByKey()
                 | "Verify" >> beam.ParDo(VerifyPairs(stage.out_dir, mh.threshold))
@@ -270,7 +277,8 @@ def run_dedup_global(stage: DedupStage, shards: list, options: PipelineOptions, 
             edges = pairs | "Unverified" >> beam.Map(lambda ab: (ab[0], ab[1], None))
         _ = (
             edges
-            | "EdgesByShard" >> beam.Map(lambda e: (min(e[0], e[1])[0], e))
+            | "EdgesByBlock"
+            >> beam.Map(lambda e: ((min(e[0], e[1])[0], min(e[0], e[1])[1] // PAIR_BLOCK), e))
             | "GroupEdges" >> beam.GroupByKey()
             | "WriteEdges" >> beam.ParDo(WriteEdges(stage.out_dir))
         )
@@ -354,6 +362,7 @@ def _finish(stage, result) -> dict:
     comps = json.loads(fs.read_text(comp_url)) if fs.exists(comp_url) else {"histogram": {}, "largest": []}
     report = component_report(comps["histogram"], comps["largest"], int(m["held"]), shuffle)
     report["counters"] = m["counters"]
+    report["largest_held_by_kind"] = dict(sorted(m["held_by"].items()))
     stage.write_global_report(report)
     return report
 

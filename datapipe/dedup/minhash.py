@@ -1,7 +1,7 @@
 """MinHash signatures and LSH band keys, computed for many documents at once.
 
-Shingles are word n-grams of the normalized text, hashed to 64 bits with numpy (each distinct word hashed once with
-xxh3, then n of them mixed and finalized with splitmix64). Signatures use datasketch's ``affine64`` scheme exactly:
+Shingles are word n-grams of the normalized text, hashed to 64 bits in one compiled pass over the text's bytes
+(a polynomial hash per word, n of them mixed, finalized with splitmix64): no Python loop over words. Signatures use datasketch's ``affine64`` scheme exactly:
 each shingle hash is pre-mixed with MurmurHash3's 64-bit finalizer, then permutation k maps it to
 ``a_k * h + b_k mod 2**64`` (``a_k`` odd, so a bijection: no collisions, unlike the legacy fold of a 61-bit prime
 range to 32 bits, which inflates similarity on large sets), with datasketch's ``RandomState(seed)`` draws of a and b.
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import xxhash
+from datatrove.utils.text import PUNCTUATION
 
-from datapipe.dedup.normalize import normalize
+from datapipe.dedup.normalize import normalized_bytes
 
 MAX_HASH = np.uint64((1 << 64) - 1)
 
@@ -63,12 +64,88 @@ def _signatures(hashes, offsets, a, b, out):  # pragma: no cover - compiled
                     out[d, k] = v
 
 
-def _splitmix64(z: np.ndarray) -> np.ndarray:
-    z = z ^ (z >> np.uint64(30))
-    z = z * np.uint64(0xBF58476D1CE4E5B9)
-    z = z ^ (z >> np.uint64(27))
-    z = z * np.uint64(0x94D049BB133111EB)
+_SEPARATORS = np.zeros(256, dtype=np.bool_)
+_SEPARATORS[[9, 10, 32]] = True
+for _b in range(128):
+    if chr(_b) in PUNCTUATION:
+        _SEPARATORS[_b] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def _mix64(z):  # pragma: no cover - compiled; splitmix64's finalizer
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True, nogil=True)
+def _shingles(data, separators, numbers, ngram):  # pragma: no cover - compiled
+    """Distinct sorted hashes of word n-grams of normalized UTF-8 ``data``, in one pass over its bytes.
+
+    Bytes in ``separators`` end a word; with ``numbers`` an ASCII number (digits, optionally one '.' or ',' and
+    more digits) becomes the single character '0' (datatrove's number rule, done here for ASCII text).
+    """
+    n = data.shape[0]
+    words = np.empty(n // 2 + 2, dtype=np.uint64)
+    count = 0
+    h = np.uint64(0)
+    length = 0
+    i = 0
+    base = np.uint64(0x100000001B3)
+    while i < n:
+        c = data[i]
+        if numbers and 48 <= c <= 57:
+            j = i + 1
+            while j < n and 48 <= data[j] <= 57:
+                j += 1
+            if j + 1 < n and (data[j] == 46 or data[j] == 44) and 48 <= data[j + 1] <= 57:
+                j += 2
+                while j < n and 48 <= data[j] <= 57:
+                    j += 1
+            h = h * base + np.uint64(48)
+            length += 1
+            i = j
+            continue
+        if separators[c]:
+            if length:
+                words[count] = _mix64(h ^ (np.uint64(length) << np.uint64(56)))
+                count += 1
+                h = np.uint64(0)
+                length = 0
+        else:
+            h = h * base + np.uint64(c)
+            length += 1
+        i += 1
+    if length:
+        words[count] = _mix64(h ^ (np.uint64(length) << np.uint64(56)))
+        count += 1
+    if count == 0:
+        return np.empty(0, dtype=np.uint64)
+    k = min(ngram, count)  # a text shorter than n words is one shingle of all its words
+    m = count - k + 1
+    out = np.empty(m, dtype=np.uint64)
+    for s in range(m):
+        acc = words[s]
+        for t in range(1, k):
+            acc = acc * np.uint64(0x9E3779B97F4A7C15) + words[s + t]
+        out[s] = _mix64(acc)
+    out.sort()
+    keep = 1
+    for s in range(1, m):
+        if out[s] != out[keep - 1]:
+            out[keep] = out[s]
+            keep += 1
+    return out[:keep].copy()
+
+
+def shingle_hashes(text: str, ngram: int = 5) -> np.ndarray:
+    """Sorted distinct 64-bit hashes of the word n-grams of ``text`` normalized as datatrove does."""
+    low = text.lower()
+    if low.isascii():  # the common case: everything happens in the compiled pass
+        return _shingles(np.frombuffer(low.encode("ascii"), dtype=np.uint8), _SEPARATORS, True, ngram)
+    return _shingles(np.frombuffer(normalized_bytes(text), dtype=np.uint8), _SEPARATORS, False, ngram)
 
 
 @dataclass
@@ -76,35 +153,9 @@ class Shingler:
     """Word n-gram shingles of normalized text as a sorted array of distinct 64-bit hashes."""
 
     ngram: int = 5
-    memo_size: int = 2_000_000
-
-    def __post_init__(self) -> None:
-        self._words: dict[str, int] = {}
-
-    def _word_ids(self, words: list[str]) -> np.ndarray:
-        memo = self._words
-        new = set(words).difference(memo)
-        if new:
-            if len(memo) + len(new) > self.memo_size:
-                memo.clear()
-                new = set(words)
-            for w in new:
-                memo[w] = xxhash.xxh3_64_intdigest(w.encode("utf-8"))
-        return np.fromiter(map(memo.__getitem__, words), dtype=np.uint64, count=len(words))
 
     def __call__(self, text: str) -> np.ndarray:
-        words = normalize(text).split()
-        if not words:
-            return np.zeros(0, dtype=np.uint64)
-        w = self._word_ids(words)
-        n = min(self.ngram, len(w))  # a text shorter than n words is one shingle of all its words
-        m = len(w) - n + 1
-        h = w[:m].copy()
-        with np.errstate(over="ignore"):
-            for i in range(1, n):
-                h = h * np.uint64(0x9E3779B97F4A7C15) + w[i : i + m]
-            h = _splitmix64(h)
-        return np.unique(h)
+        return shingle_hashes(text, self.ngram)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,78 @@
+"""Real documents for benchmarks, from what any machine with this project installed has on disk.
+
+In a fixed order: every document of the fixture corpora (HTML extracted), then Python source files of the standard
+library and of the project's virtual environment, Debian's manual pages, system Python modules, the text files
+under /usr/share/doc and Perl modules: about 40,000 documents on the project's machines. Nothing is generated; a document
+over ``max_bytes`` is passed over. ``documents(n)`` returns the first ``n`` (fewer if the machine has fewer).
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = REPO / "tests" / "fixtures" / "corpora"
+
+
+def fixture_documents() -> Iterator[tuple[str, str]]:
+    sys.path.insert(0, str(REPO))
+    from datapipe.extract.html import HtmlExtractor
+    from datapipe.io.readers import read_shard
+    from datapipe.io.shards import make_shards
+    from datapipe.stats import StageStats
+
+    extractor = HtmlExtractor()
+    formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
+    for path in sorted(p for p in CORPORA.rglob("*") if p.is_file() and not p.name.endswith(".json")):
+        fmt, field = next(v for k, v in formats.items() if k in path.name)
+        for rec in read_shard(make_shards([str(path)], str(CORPORA))[0], "s", fmt, field, "id", StageStats()):
+            text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
+            if text.strip():
+                yield rec["id"], text
+
+
+def _files(root: Path, pattern: str) -> Iterator[Path]:
+    if root.is_dir():
+        yield from sorted(root.rglob(pattern))
+
+
+def disk_documents(max_bytes: int) -> Iterator[tuple[str, str]]:
+    roots = [
+        (Path(sysconfig.get_paths()["stdlib"]), "*.py"),
+        (Path(sysconfig.get_paths()["purelib"]), "*.py"),
+        (Path("/usr/share/man"), "*.gz"),
+        (Path("/usr/lib/python3"), "*.py"),
+        (Path("/usr/share/doc"), "*"),
+        (Path("/usr/share/perl"), "*.pm"),
+    ]
+    for root, pattern in roots:
+        for path in _files(root, pattern):
+            gz = path.suffix == ".gz"
+            try:
+                if not path.is_file() or not 1024 <= path.stat().st_size <= max_bytes:
+                    continue
+                raw = gzip.decompress(path.read_bytes()) if gz else path.read_bytes()
+                text = raw.decode("utf-8")
+            except (OSError, UnicodeDecodeError, EOFError):
+                continue
+            if text.strip():
+                yield str(path), text
+
+
+def documents(n: int, max_bytes: int = 200_000) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for source in (fixture_documents(), disk_documents(max_bytes)):
+        for doc_id, text in source:
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            out.append((doc_id, text))
+            if len(out) >= n:
+                return out
+    print(f"corpus: only {len(out)} documents found on this machine (asked for {n})", file=sys.stderr)
+    return out
