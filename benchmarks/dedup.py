@@ -42,7 +42,7 @@ OPTIONS = PipelineOptions(["--runner=DirectRunner"])
 
 
 def global_phase(
-    texts: list[str], shard_size: int, work: str, verify: bool = True
+    texts: list[str], shard_size: int, work: str, edges: bool = False
 ) -> tuple[dict, str, list[int]]:
     """Write texts as upstream parts, run the dedup global phase, return its report, folder and shard sizes."""
     upstream = os.path.join(work, "upstream")
@@ -56,7 +56,7 @@ def global_phase(
         )
         shards.append(Shard(k, f"part-{k:05d}", f"part-{k:05d}"))
         sizes.append(len(chunk))
-    cfg = DedupConfig(exact=False, minhash=MinHashConfig.preset("fineweb", verify=verify))
+    cfg = DedupConfig(exact=False, minhash=MinHashConfig.preset("fineweb", keep_edges=edges))
     stage = DedupStage("bench", cfg, upstream, out)
     return run_dedup_global(stage, shards, OPTIONS), out, sizes
 
@@ -66,7 +66,7 @@ def accuracy(work: str) -> tuple[float, float, int]:
         d["text"] for p in sorted((CORPORA / "handbook").glob("*.jsonl.zst")) for d in read_records(str(p))
     ]
     truth = all_pairs_jaccard(texts)
-    _, out, sizes = global_phase(texts, 182, work)
+    _, out, sizes = global_phase(texts, 182, work, edges=True)
     m = pair_metrics(out, truth, sizes)
     return m.recall, m.precision, m.positives
 

@@ -17,8 +17,8 @@ What crosses workers is keys and references, never text: per document one 128-bi
 band keys, and per line one 128-bit hash. The only collections a ``DoFn`` materializes are an LSH bucket, one
 node's neighbourhood in a components round, the candidate pairs between two shards, and one shard's removal list:
 their sizes grow with the largest duplicate cluster (or shard), not with the corpus. Candidate pairs are verified
-in groups keyed by (shard of a, shard of b, a's block of ``PAIR_BLOCK`` documents): both shards' shingle files
-stay loaded, and a group holds at most 64 documents' candidates. Each is recorded in the
+in groups keyed by (document a, shard of b): a group holds one document's candidates, and consecutive groups
+mostly touch the same two shards, whose shingle files stay loaded. Each is recorded in the
 ``held`` distribution metric and each shuffle's encoded bytes in ``shuffle_bytes.*`` counters.
 """
 
@@ -33,7 +33,7 @@ from datapipe.dedup.store import ShingleStore, write_removals
 from pipelines.beam_quiet import PipelineOptions, beam
 
 NS = "datapipe.dedup"
-PAIR_BLOCK = 64  # pairs are verified in groups: (shard of a, shard of b, a's block of 64 documents)
+EDGE_BLOCK = 64  # kept edges are written per (shard, block of 64 documents)
 CODER = beam.coders.FastPrimitivesCoder()
 
 
@@ -268,20 +268,21 @@ def run_dedup_global(stage: DedupStage, shards: list, options: PipelineOptions, 
         if mh.verify:
             edges = (
                 pairs
-                | "ByShardPair" >> beam.Map(lambda ab: ((ab[0][0], ab[1][0], ab[0][1] // PAIR_BLOCK), ab))
+                | "ByDocAndShard" >> beam.Map(lambda ab: ((ab[0][0], ab[0][1], ab[1][0]), ab))
                 | "MeasurePairs" >> _measure("pairs")
                 | "GroupShardPairs" >> beam.GroupByKey()
                 | "Verify" >> beam.ParDo(VerifyPairs(stage.out_dir, mh.threshold))
             )
         else:
             edges = pairs | "Unverified" >> beam.Map(lambda ab: (ab[0], ab[1], None))
-        _ = (
-            edges
-            | "EdgesByBlock"
-            >> beam.Map(lambda e: ((min(e[0], e[1])[0], min(e[0], e[1])[1] // PAIR_BLOCK), e))
-            | "GroupEdges" >> beam.GroupByKey()
-            | "WriteEdges" >> beam.ParDo(WriteEdges(stage.out_dir))
-        )
+        if mh.keep_edges:
+            _ = (
+                edges
+                | "EdgesByBlock"
+                >> beam.Map(lambda e: ((min(e[0], e[1])[0], min(e[0], e[1])[1] // EDGE_BLOCK), e))
+                | "GroupEdges" >> beam.GroupByKey()
+                | "WriteEdges" >> beam.ParDo(WriteEdges(stage.out_dir))
+            )
         edges = edges | "DropWeights" >> beam.Map(lambda e: (e[0], e[1]))
         for r in range(cc_rounds):
             edges = (

@@ -117,7 +117,7 @@ sources:
     weight: 1
     format: jsonl
     paths: [handbook/translations-*.jsonl.zst]
-    dedup: {{exact: false, minhash: {{preset: fineweb, verify: {verify}}}}}
+    dedup: {{exact: false, minhash: {{preset: fineweb, verify: {verify}, keep_edges: true}}}}
 """
 
 

@@ -166,9 +166,9 @@ class MinHashConfig:
     ngram: int = 5
     threshold: float = 0.8  # verified edges need exact Jaccard >= threshold
     verify: bool = True
-    max_bucket_pairs: int = (
-        64  # buckets up to this size are verified pair by pair; larger ones as a star + chain
-    )
+    # buckets up to this size are verified pair by pair; larger ones as a star plus a chain
+    max_bucket_pairs: int = 64
+    keep_edges: bool = False  # write the verified edges (edges/) for inspection and evaluation
 
     @property
     def num_perm(self) -> int:
