@@ -3,6 +3,7 @@
     datapipe inspect PATH [--rows N] [--chars N]   a token cache or a mixture output folder: rows, tokens,
                                                    tokenizer, and the first rows decoded
     datapipe build ...                             same as ``python -m pipelines.build_mixture ...``
+    datapipe classifier train RECIPE [--output U]  train a quality classifier (reuses one already trained)
 
 Errors a user can fix print one line (``error: ...``) and exit 2.
 """
@@ -81,6 +82,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
 
 
+def cmd_classifier_train(args: argparse.Namespace) -> int:
+    from datapipe.quality.train import load_recipe, train
+
+    recipe = load_recipe(args.recipe)
+    result = train(recipe, args.output)
+    v = result.report["validation"]
+    verb = "reusing" if result.reused else "trained"
+    print(f"{verb} {result.model_url}")
+    print(
+        f"held-out ({result.report['examples']['validation']} examples): F1 {v['f1']}  precision {v['precision']}  "
+        f"recall {v['recall']}  ROC AUC {v['roc_auc']}"
+    )
+    return 0
+
+
 def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
     from pipelines.build_mixture import run
 
@@ -104,6 +120,15 @@ def make_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "build", help="build a mixture (python -m pipelines.build_mixture; see its --help)", add_help=False
     )
+    c = sub.add_parser("classifier", help="quality classifiers: train a recipe")
+    csub = c.add_subparsers(dest="classifier_command", metavar="ACTION", required=True)
+    t = csub.add_parser(
+        "train", help="train a recipe (classifiers/NAME.yaml or a path); reuses a trained model"
+    )
+    t.add_argument("recipe", help="a recipe name (fixture_quality) or path")
+    t.add_argument(
+        "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
+    )
     return ap
 
 
@@ -116,6 +141,8 @@ def main(argv: list[str] | None = None) -> None:
         args = ap.parse_args(argv)
         if args.command == "inspect":
             sys.exit(cmd_inspect(args))
+        if args.command == "classifier":
+            sys.exit(cmd_classifier_train(args))
         ap.print_help()
         sys.exit(0 if not argv else 2)
     except DatapipeError as e:

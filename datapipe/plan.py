@@ -19,6 +19,7 @@ from datapipe.extract.stage import ExtractStage
 from datapipe.filters.stage import FilterStage
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
+from datapipe.quality.stage import QualityStage
 from datapipe.stage import Stage, is_done
 from datapipe.tokenize.stage import TokenizeStage
 from datapipe.tokenize.tokenizer import TokenizerIdentity
@@ -92,6 +93,8 @@ def plan_mixture(
             later.append(("dedup", src.dedup.to_dict()))
         if src.paragraphs is not None:
             later.append(("paragraphs", src.paragraphs.to_dict()))
+        if src.quality is not None:
+            later.append(("quality", src.quality.to_dict()))
         later.append(("tokenize", {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}))
         for name, config in later:  # each stage's input is the one before it
             stages.append(_make(src.name, name, config, [stages[-1].hash], mixture.output, shards))
@@ -111,6 +114,8 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
         return DedupStage(plan.source.name, plan.source.dedup, upstream.out_dir, stage.out_dir)
     if stage.stage == "paragraphs":
         return ParagraphStage(plan.source.name, plan.source.paragraphs, upstream.out_dir, stage.out_dir)
+    if stage.stage == "quality":
+        return QualityStage(plan.source.name, plan.source.quality, upstream.out_dir, stage.out_dir)
     if stage.stage == "tokenize":
         return TokenizeStage(plan.source.name, mixture.tokenizer, upstream.out_dir, stage.out_dir)
     raise ValueError(f"unknown stage {stage.stage!r}")

@@ -147,3 +147,32 @@ class DocumentStage:
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         return {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+
+
+GLOBAL_REPORT = "global.json"
+GLOBAL_SUCCESS = "_GLOBAL_SUCCESS"
+
+
+class TwoPhaseStage(DocumentStage):
+    """A document stage that needs one pass over all shards first (dedup groups, a global quantile).
+
+    The global phase (run by the engine glue) ends with :meth:`write_global_report`, which writes
+    ``global.json`` and then ``_GLOBAL_SUCCESS``; the shard phase then runs like any other stage.
+    """
+
+    needs_global = True
+
+    def upstream(self, shard: Shard) -> str:
+        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
+
+    def global_done(self) -> bool:
+        return not self.needs_global or fs.exists(fs.join(self.out_dir, GLOBAL_SUCCESS))
+
+    def write_global_report(self, report: dict[str, Any]) -> None:
+        fs.write_text_atomic(
+            fs.join(self.out_dir, GLOBAL_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n"
+        )
+        fs.write_text_atomic(fs.join(self.out_dir, GLOBAL_SUCCESS), "")
+
+    def read_global_report(self) -> dict[str, Any]:
+        return json.loads(fs.read_text(fs.join(self.out_dir, GLOBAL_REPORT)))

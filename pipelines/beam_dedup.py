@@ -408,10 +408,14 @@ def run_paragraphs_global(stage: ParagraphStage, shards: list, options: Pipeline
 
 def run_global(stage, shards: list, options: PipelineOptions) -> dict | None:
     """Run the stage's global phase unless an earlier run committed it; None for stages without one."""
-    if isinstance(stage, DedupStage | ParagraphStage):
-        if stage.global_done():
-            return None
-        if isinstance(stage, DedupStage):
-            return run_dedup_global(stage, shards, options)
+    from datapipe.quality.stage import QualityStage
+    from pipelines.beam_quality import run_quality_global
+
+    if not isinstance(stage, DedupStage | ParagraphStage | QualityStage) or stage.global_done():
+        return None
+    if isinstance(stage, DedupStage):
+        return run_dedup_global(stage, shards, options)
+    if isinstance(stage, ParagraphStage):
         return run_paragraphs_global(stage, shards, options)
-    return None
+    run_quality_global(stage, shards, options)
+    return stage.read_global_report()

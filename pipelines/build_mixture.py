@@ -21,6 +21,7 @@ from datapipe.config import check_inputs, load_mixture
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.plan import SourcePlan, make_stage, plan_mixture
+from datapipe.quality.resolve import resolve_models
 from datapipe.stage import read_stage_json
 from datapipe.store.manifest import Component, write_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
@@ -65,8 +66,9 @@ def run(argv: list[str] | None = None) -> int:
     sources = mixture.select(only)
     files = check_inputs(mixture, sources)
     tokenizer = load_tokenizer(mixture.tokenizer)
-    plans = plan_mixture(mixture, sources, files, tokenizer.identity)
     print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
+    sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
+    plans = plan_mixture(mixture, sources, files, tokenizer.identity)
     if args.dry_run:
         print_plan(plans, mixture.output)
         return 0

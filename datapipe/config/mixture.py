@@ -93,6 +93,7 @@ class SourceConfig:
     filters: FilterConfig | None = None
     dedup: Any = None  # datapipe.dedup.stage.DedupConfig | None
     paragraphs: Any = None  # datapipe.dedup.stage.ParagraphConfig | None
+    quality: Any = None  # datapipe.quality.stage.QualityConfig | None
     description: str = ""
     real_location: str = ""
 
@@ -192,6 +193,34 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
     return out
 
 
+def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Any:
+    from datapipe.quality.stage import DCLM_THRESHOLD, ClassifierRef, QualityConfig
+
+    if doc is None:
+        return None
+    refs = []
+    for c in doc["classifiers"]:
+        model = c["model"]
+        if not model.startswith("recipe:") and not fs.has_protocol(model):
+            model = fs.resolve(model, yaml_dir)
+        refs.append(
+            ClassifierRef(c["name"], model, c.get("positive_label", "__label__hq"), c.get("lowercase", False))
+        )
+    sel = doc.get("select")
+    if sel is None:
+        return QualityConfig(tuple(refs))
+    where = f"sources.{source}.quality.select"
+    if sel["classifier"] not in [r.name for r in refs]:
+        raise ConfigError(
+            file, f"{where}.classifier", f"no classifier named {sel['classifier']!r} in this source"
+        )
+    chosen = [k for k in ("threshold", "keep_fraction", "preset") if k in sel]
+    if len(chosen) != 1:
+        raise ConfigError(file, where, "give exactly one of threshold, keep_fraction, preset")
+    threshold = DCLM_THRESHOLD if sel.get("preset") == "dclm" else sel.get("threshold")
+    return QualityConfig(tuple(refs), sel["classifier"], threshold, sel.get("keep_fraction"))
+
+
 def load_mixture(
     name_or_path: str,
     *,
@@ -250,6 +279,7 @@ def load_mixture(
                 langid=_langid(s.get("langid"), yaml_dir),
                 filters=_filters(s.get("filters"), yaml_dir),
                 **_dedup(s.get("dedup")),
+                quality=_quality(s.get("quality"), yaml_dir, file, name),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
             )

@@ -8,7 +8,6 @@ stage. Document text never crosses workers.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +16,11 @@ import xxhash
 from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler
 from datapipe.dedup.normalize import normalize
 from datapipe.dedup.store import read_removals, write_shingles
-from datapipe.io import fs
 from datapipe.io.jsonl import read_records, write_records_atomic
 from datapipe.io.shards import Shard
-from datapipe.stage import DocumentStage
+from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
-GLOBAL_REPORT = "global.json"
-GLOBAL_SUCCESS = "_GLOBAL_SUCCESS"
 # when several methods remove the same document, the first of these names it
 REASON_ORDER = ("dedup/exact", "dedup/minhash")
 
@@ -55,42 +51,8 @@ class ParagraphConfig:
         return {"min_chars": self.min_chars}
 
 
-class _TwoPhase(DocumentStage):
-    """Shared plumbing: upstream parts in, removal lists from the global phase, parts out."""
-
-    def upstream(self, shard: Shard) -> str:
-        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
-
-    def global_done(self) -> bool:
-        return fs.exists(fs.join(self.out_dir, GLOBAL_SUCCESS))
-
-    def write_global_report(self, report: dict[str, Any]) -> None:
-        fs.write_text_atomic(
-            fs.join(self.out_dir, GLOBAL_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n"
-        )
-        fs.write_text_atomic(fs.join(self.out_dir, GLOBAL_SUCCESS), "")
-
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        report = json.loads(fs.read_text(fs.join(self.out_dir, GLOBAL_REPORT)))
-        for comp in report.get("largest_components", []):  # references -> stable document ids, for inspection
-            comp["ids"] = self._ids([tuple(m) for m in comp.pop("members")], shards)
-        return {**super().finalize(shards, stats), "dedup": report}
-
-    def _ids(self, refs: list[tuple[int, int]], shards: list[Shard]) -> list[str]:
-        by_index = {s.index: s for s in shards}
-        wanted: dict[int, set[int]] = {}
-        for shard, doc in refs:
-            wanted.setdefault(shard, set()).add(doc)
-        found: dict[tuple[int, int], str] = {}
-        for shard, docs in wanted.items():
-            for i, doc in enumerate(read_records(self.upstream(by_index[shard]))):
-                if i in docs:
-                    found[(shard, i)] = doc["id"]
-        return [found[r] for r in refs]
-
-
 @dataclass
-class DedupStage(_TwoPhase):
+class DedupStage(TwoPhaseStage):
     source: str
     config: DedupConfig
     input_dir: str
@@ -156,7 +118,7 @@ def first_reason(decisions: list[tuple[str, Any]]) -> tuple[str, Any]:
 
 
 @dataclass
-class ParagraphStage(_TwoPhase):
+class ParagraphStage(TwoPhaseStage):
     source: str
     config: ParagraphConfig
     input_dir: str

@@ -79,6 +79,11 @@ def remove(url: str) -> None:
         fs.rm(path, recursive=True)
 
 
+def fsspec_open(url: str, mode: str = "rb"):
+    """An fsspec file object (a context manager)."""
+    return fsspec.open(url, mode)
+
+
 def read_bytes(url: str) -> bytes:
     with fsspec.open(url, "rb") as f:
         return f.read()
@@ -104,6 +109,7 @@ def write_bytes_atomic(url: str, data: bytes) -> None:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are meant to be read by others
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

@@ -1,0 +1,1 @@
+"""Quality classifiers: fastText recipes, training with a report, scoring and selection."""

@@ -1,0 +1,53 @@
+"""Turn a mixture's classifier references into checked model files, before any work starts.
+
+``recipe:NAME`` means ``classifiers/NAME.yaml``: a recipe with ``model_url`` points at a ready model (and may bring a
+published threshold); any other recipe is trained now, once, under ``<output>/classifiers/`` (a later run finds the
+model by the recipe's hash). Every model file is checked to be a fastText model before the pipeline starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.io import fs
+from datapipe.quality.model import check_model
+from datapipe.quality.train import load_recipe, recipe_hash, train
+
+
+def resolve_models(
+    mixture: MixtureConfig, sources: tuple[SourceConfig, ...], log=print
+) -> tuple[SourceConfig, ...]:
+    out = []
+    for src in sources:
+        q = src.quality
+        if q is None:
+            out.append(src)
+            continue
+        refs = []
+        for ref in q.classifiers:
+            if ref.model.startswith("recipe:"):
+                recipe = load_recipe(ref.model[len("recipe:") :])
+                if recipe.model_url is not None:
+                    model, identity = recipe.model_url, f"url:{recipe.model_url}"
+                else:
+                    trained = train(recipe, fs.join(mixture.output, "classifiers"))
+                    verb = "reusing" if trained.reused else "trained"
+                    f1 = trained.report["validation"]["f1"]
+                    log(f"  classifier {recipe.name:<12} {verb} {trained.model_url} (held-out F1 {f1})")
+                    model, identity = trained.model_url, f"recipe:{recipe_hash(recipe)}"
+                ref = dataclasses.replace(
+                    ref,
+                    model=model,
+                    positive_label=recipe.positive_label,
+                    lowercase=recipe.lowercase,
+                    identity=identity,
+                )
+            else:
+                ref = dataclasses.replace(
+                    ref, identity=f"size:{fs.size(ref.model) if fs.exists(ref.model) else 0}"
+                )
+            check_model(ref.model)
+            refs.append(ref)
+        out.append(dataclasses.replace(src, quality=dataclasses.replace(q, classifiers=tuple(refs))))
+    return tuple(out)

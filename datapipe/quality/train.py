@@ -1,0 +1,279 @@
+"""Train a fastText quality classifier from a recipe, versioned by the hash of the recipe and its inputs.
+
+``datapipe classifier train RECIPE [--output URL]``: reads the positive and negative sources with the pipeline's own
+readers (HTML extracted as the mixture would), samples each deterministically, shuffles with the recipe's seed,
+holds out ``validation`` of the examples, trains with the real ``fasttext`` library (one thread, fixed seed, so the
+same recipe gives the same model), optionally quantizes, and writes ``<output>/<name>-<hash8>/model.bin`` (or
+``model.ftz``) and ``report.json`` (precision, recall, F1 and ROC AUC on the held-out split, counts,
+hyperparameters). A second run with the same recipe and inputs finds the model and does not retrain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from datapipe.config.env import expand_tree
+from datapipe.config.mixture import ExtractConfig
+from datapipe.config.schema import validate
+from datapipe.errors import ConfigError
+from datapipe.extract.html import HtmlExtractor
+from datapipe.io import fs
+from datapipe.io.readers import read_shard
+from datapipe.io.shards import make_shards
+from datapipe.quality.model import preprocess
+from datapipe.stats import StageStats
+
+BUNDLED = Path(__file__).resolve().parents[2] / "classifiers"
+DCLM_HYPERPARAMETERS = {"wordNgrams": 2, "lr": 0.1, "dim": 100, "epoch": 5, "minCount": 1}
+
+
+@dataclass(frozen=True)
+class RecipeSource:
+    format: str
+    paths: tuple[str, ...]
+    text_field: str = "text"
+    sample: int | None = None
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    file: str
+    positive_label: str
+    negative_label: str
+    data_root: str
+    positive: tuple[RecipeSource, ...] = ()
+    negative: tuple[RecipeSource, ...] = ()
+    model_url: str | None = None
+    threshold: float | None = None
+    seed: int = 0
+    unit: str = "document"
+    min_chars: int = 200
+    lowercase: bool = False
+    hyperparameters: tuple[tuple[str, Any], ...] = ()
+    validation: float = 0.1
+    quantize: bool = False
+
+    def config(self) -> dict[str, Any]:
+        """What the model depends on (hashed with the input files' names and sizes)."""
+        d = asdict(self)
+        for k in ("file", "data_root"):
+            d.pop(k)
+        return d
+
+
+def find_recipe(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    for c in (BUNDLED / name_or_path, BUNDLED / f"{name_or_path}.yaml"):
+        if c.is_file():
+            return c
+    known = ", ".join(sorted(q.stem for q in BUNDLED.glob("*.yaml")))
+    raise ConfigError(
+        name_or_path, "", f"no such recipe file, and no bundled recipe of that name (bundled: {known})"
+    )
+
+
+def load_recipe(name_or_path: str) -> Recipe:
+    path = find_recipe(name_or_path)
+    file = str(path)
+    doc = expand_tree(yaml.safe_load(path.read_text(encoding="utf-8")), file=file)
+    validate(doc, "classifier", file=file)
+    here = str(path.resolve().parent)
+    root = fs.resolve(doc.get("data_root", "."), here)
+
+    def sources(key: str) -> tuple[RecipeSource, ...]:
+        out = []
+        for s in doc.get(key, []):
+            default_field = {"jsonl": "text", "parquet": "content", "warc": ""}[s["format"]]
+            out.append(
+                RecipeSource(
+                    format=s["format"],
+                    paths=tuple(fs.resolve(p, root) for p in s["paths"]),
+                    text_field=s.get("text_field", default_field),
+                    sample=s.get("sample"),
+                    extract=ExtractConfig(**s.get("extract", {})),
+                )
+            )
+        return tuple(out)
+
+    recipe = Recipe(
+        name=doc["name"],
+        file=file,
+        positive_label=doc["labels"]["positive"],
+        negative_label=doc["labels"]["negative"],
+        data_root=root,
+        positive=sources("positive"),
+        negative=sources("negative"),
+        model_url=fs.resolve(doc["model_url"], here) if doc.get("model_url") else None,
+        threshold=doc.get("threshold"),
+        seed=doc.get("seed", 0),
+        unit=doc.get("unit", "document"),
+        min_chars=doc.get("min_chars", 200),
+        lowercase=doc.get("preprocess", {}).get("lowercase", False),
+        hyperparameters=tuple(sorted({**DCLM_HYPERPARAMETERS, **doc.get("fasttext", {})}.items())),
+        validation=doc.get("validation", 0.1),
+        quantize=doc.get("quantize", False),
+    )
+    if recipe.model_url is None and not (recipe.positive and recipe.negative):
+        raise ConfigError(file, "positive", "a recipe without model_url needs positive and negative sources")
+    return recipe
+
+
+def _files(recipe: Recipe, side: str) -> list[list[str]]:
+    out = []
+    for i, src in enumerate(getattr(recipe, side)):
+        files: list[str] = []
+        for j, pattern in enumerate(src.paths):
+            matched = fs.glob(pattern)
+            if not matched:
+                raise ConfigError(recipe.file, f"{side}[{i}].paths[{j}]", f"no file matches {pattern!r}")
+            files.extend(m for m in matched if m not in files)
+        out.append(files)
+    return out
+
+
+def recipe_hash(recipe: Recipe) -> str:
+    inputs = {
+        side: [
+            [{"name": os.path.basename(f), "size": fs.size(f)} for f in files]
+            for files in _files(recipe, side)
+        ]
+        for side in ("positive", "negative")
+    }
+    blob = json.dumps({"recipe": recipe.config(), "inputs": inputs}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _units(text: str, recipe: Recipe) -> list[str]:
+    if recipe.unit == "document":
+        return [text]
+    return [p for p in (q.strip() for q in text.split("\n\n")) if len(p) >= recipe.min_chars]
+
+
+def examples(recipe: Recipe, side: str) -> list[str]:
+    """Each source's texts (or paragraphs), sampled deterministically, in source order."""
+    out: list[str] = []
+    for i, (src, files) in enumerate(zip(getattr(recipe, side), _files(recipe, side), strict=True)):
+        extractor = HtmlExtractor(
+            src.extract.method, src.extract.main_content, src.extract.preserve_formatting
+        )
+        texts: list[str] = []
+        for shard in make_shards(files, recipe.data_root):
+            for rec in read_shard(shard, recipe.name, src.format, src.text_field, "id", StageStats()):
+                text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
+                texts.extend(u for u in _units(text, recipe) if u.strip())
+        if src.sample is not None and src.sample < len(texts):
+            picked = sorted(random.Random(f"{recipe.seed}/{side}/{i}").sample(range(len(texts)), src.sample))
+            texts = [texts[k] for k in picked]
+        out.extend(texts)
+    return out
+
+
+def roc_auc(scores: np.ndarray, truth: np.ndarray) -> float:
+    """Area under the ROC curve by the rank-sum statistic (ties get their average rank)."""
+    pos, neg = int(truth.sum()), int((~truth).sum())
+    if not pos or not neg:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    i = 0
+    while i < len(scores):
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[truth].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+@dataclass(frozen=True)
+class Trained:
+    model_url: str
+    report: dict[str, Any]
+    reused: bool
+
+
+def model_dir(recipe: Recipe, output: str) -> str:
+    return fs.join(output, f"{recipe.name}-{recipe_hash(recipe)[:8]}")
+
+
+def train(recipe: Recipe, output: str) -> Trained:
+    if recipe.model_url is not None:
+        raise ConfigError(
+            recipe.file, "model_url", "this recipe describes a ready model; point a mixture at it"
+        )
+    out = model_dir(recipe, output)
+    name = "model.ftz" if recipe.quantize else "model.bin"
+    model_url, report_url = fs.join(out, name), fs.join(out, "report.json")
+    if fs.exists(model_url) and fs.exists(report_url):
+        return Trained(model_url, json.loads(fs.read_text(report_url)), reused=True)
+
+    import fasttext
+
+    pos = [preprocess(t, recipe.lowercase) for t in examples(recipe, "positive")]
+    neg = [preprocess(t, recipe.lowercase) for t in examples(recipe, "negative")]
+    rows = [(recipe.positive_label, t) for t in pos] + [(recipe.negative_label, t) for t in neg]
+    random.Random(recipe.seed).shuffle(rows)
+    n_valid = max(1, round(len(rows) * recipe.validation))
+    valid, training = rows[:n_valid], rows[n_valid:]
+    hyper = dict(recipe.hyperparameters)
+    with tempfile.TemporaryDirectory() as tmp:
+        train_file = os.path.join(tmp, "train.txt")
+        with open(train_file, "w", encoding="utf-8") as f:
+            f.writelines(f"{label} {text}\n" for label, text in training)
+        fasttext.FastText.eprint = lambda *a, **k: None
+        model = fasttext.train_supervised(input=train_file, thread=1, seed=recipe.seed, verbose=0, **hyper)
+        if recipe.quantize:
+            model.quantize(input=train_file, retrain=False)
+        local = os.path.join(tmp, name)
+        model.save_model(local)
+        data = Path(local).read_bytes()
+
+    from datapipe.quality.model import QualityModel
+
+    fs.write_bytes_atomic(model_url, data)
+    scorer = QualityModel(model_url, recipe.positive_label, recipe.lowercase)
+    scores = scorer.scores([t for _, t in valid])
+    truth = np.array([label == recipe.positive_label for label, _ in valid])
+    predicted = scores >= 0.5
+    tp = int((predicted & truth).sum())
+    precision = tp / max(1, int(predicted.sum()))
+    recall = tp / max(1, int(truth.sum()))
+    report = {
+        "recipe": recipe.name,
+        "recipe_hash": recipe_hash(recipe),
+        "model": name,
+        "examples": {
+            "positive": len(pos),
+            "negative": len(neg),
+            "train": len(training),
+            "validation": len(valid),
+        },
+        "validation": {
+            "precision": round(precision, 4),
+            "recall": round(recall, 4),
+            "f1": round(2 * precision * recall / max(1e-12, precision + recall), 4),
+            "roc_auc": round(roc_auc(scores, truth), 4),
+            "threshold": 0.5,
+        },
+        "hyperparameters": hyper,
+        "labels": {"positive": recipe.positive_label, "negative": recipe.negative_label},
+        "unit": recipe.unit,
+        "seed": recipe.seed,
+    }
+    fs.write_text_atomic(report_url, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return Trained(model_url, report, reused=False)

@@ -1,0 +1,163 @@
+"""Quality classifiers: training from a recipe, scores equal to fastText's own predict, selection by fraction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import fasttext
+import numpy as np
+import pytest
+
+from datapipe.errors import DatapipeError
+from datapipe.io.jsonl import read_records
+from datapipe.quality.model import QualityModel, check_model, preprocess
+from datapipe.quality.train import BUNDLED, load_recipe, train
+from tests.conftest import CORPORA, REPO, run_build, write_mixture
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("classifiers")
+    return train(load_recipe("fixture_quality"), str(out)), out
+
+
+def test_train_writes_model_and_report_and_reuses_it(trained, tmp_path):
+    first, out = trained
+    assert not first.reused and Path(first.model_url).is_file()
+    report = first.report
+    print(f"held-out F1 {report['validation']['f1']}, ROC AUC {report['validation']['roc_auc']}")
+    assert report["validation"]["f1"] >= 0.8 and report["validation"]["roc_auc"] >= 0.8
+    assert report["examples"]["validation"] == round(
+        0.1 * (report["examples"]["train"] + report["examples"]["validation"])
+    )
+    again = train(load_recipe("fixture_quality"), str(out))
+    assert again.reused and again.model_url == first.model_url
+    # a changed recipe (another seed) is another model
+    text = (BUNDLED / "fixture_quality.yaml").read_text().replace("seed: 0", "seed: 1")
+    text = text.replace("data_root: ../tests/fixtures/corpora", f"data_root: {CORPORA}")
+    changed = train(load_recipe(str(write_mixture(tmp_path, text, "fq1.yaml"))), str(out))
+    assert not changed.reused and changed.model_url != first.model_url
+
+
+def test_scores_equal_fasttext_predict_on_every_fixture_document(trained, fixture_texts):
+    model_url = trained[0].model_url
+    ours = QualityModel(model_url, "__label__hq").scores(fixture_texts)
+    direct = fasttext.load_model(model_url)
+    for text, score in zip(fixture_texts, ours, strict=True):
+        labels, probs = direct.predict(preprocess(text), k=2)
+        expected = dict(zip(labels, probs, strict=True)).get("__label__hq", 0.0)
+        assert abs(score - expected) <= 1e-6
+
+
+MIX = """\
+name: q
+data_root: {root}
+tokenizer: {{path: builtin:gpt2}}
+sources:
+  prose:
+    weight: 1
+    format: jsonl
+    paths: [prose/*.jsonl*, fortunes/*.jsonl.zst, handbook/*.jsonl.zst]
+    quality:
+      classifiers: [{{name: fq, model: "{model}"}}]
+      select: {select}
+"""
+
+
+def _build(tmp_path: Path, model: str, select: str, name: str = "q"):
+    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=model, select=select), f"{name}.yaml")
+    out = tmp_path / f"out-{name}"
+    return run_build("--mixture", str(mix), "--output", str(out)), out
+
+
+def test_keep_fraction_and_stage_scores(trained, tmp_path):
+    proc, out = _build(tmp_path, trained[0].model_url, "{classifier: fq, keep_fraction: 0.2}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (stage,) = (out / "prose").glob("quality-*")
+    doc = json.loads((stage / "stage.json").read_text())
+    n_in, n_kept = doc["counts"]["docs_in"], doc["counts"]["docs_kept"]
+    print(f"kept {n_kept} of {n_in} = {n_kept / n_in:.4f}")
+    assert n_in >= 2000 and abs(n_kept / n_in - 0.2) <= 0.01
+    assert doc["quality"]["keep_fraction"] == 0.2 and len(doc["quality"]["cutoff"]) == 2
+    # the stage's recorded scores are fastText's own
+    direct = fasttext.load_model(trained[0].model_url)
+    kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
+    for d in kept:
+        labels, probs = direct.predict(preprocess(d["text"]), k=2)
+        assert (
+            abs(d["metadata"]["quality"]["fq"] - dict(zip(labels, probs, strict=True))["__label__hq"]) <= 1e-6
+        )
+
+
+def test_recipe_reference_trains_once_and_dclm_preset(tmp_path, trained):
+    # a DCLM-style recipe pointing at a ready model (here: the fixture model standing in for DCLM's file)
+    recipe = (BUNDLED / "dclm_oh_eli5.yaml").read_text()
+    (tmp_path / "dclm.yaml").write_text(recipe.replace("${DCLM_FASTTEXT:-", "${DCLM_MODEL_TEST:-"))
+    import os
+
+    os.environ["DCLM_MODEL_TEST"] = trained[0].model_url
+    try:
+        proc, out = _build(
+            tmp_path, f"recipe:{tmp_path / 'dclm.yaml'}", "{classifier: fq, preset: dclm}", "d"
+        )
+    finally:
+        del os.environ["DCLM_MODEL_TEST"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (stage,) = (out / "prose").glob("quality-*")
+    doc = json.loads((stage / "stage.json").read_text())
+    assert doc["config"]["select"]["threshold"] == 0.018112
+    kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
+    assert len(kept) == doc["counts"]["docs_kept"] and all(
+        d["metadata"]["quality"]["fq"] >= 0.018112 for d in kept
+    )
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "not_fasttext", "truncated"])
+def test_bad_model_is_a_clear_error_before_work(tmp_path, trained, kind):
+    path = tmp_path / "model.bin"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "not_fasttext":
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
+    elif kind == "truncated":
+        path.write_bytes(Path(trained[0].model_url).read_bytes()[:5000])
+    with pytest.raises(DatapipeError, match=str(path)):
+        check_model(str(path))
+    proc, out = _build(tmp_path, str(path), "{classifier: fq, threshold: 0.5}", kind)
+    assert proc.returncode == 2 and str(path) in proc.stderr and "Traceback" not in proc.stderr
+    assert not (out / "prose").exists()
+
+
+def test_check_model_accepts_real_models(trained):
+    from datapipe.langid import bundled_model_path
+
+    check_model(trained[0].model_url)
+    check_model(bundled_model_path())  # a quantized .ftz: header checks only
+
+
+def test_cli_trains_the_bundled_recipe(tmp_path, trained):
+    import subprocess
+    import sys
+
+    shutil.copytree(Path(trained[0].model_url).parent, tmp_path / Path(trained[0].model_url).parent.name)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "datapipe.cli",
+            "classifier",
+            "train",
+            "fixture_quality",
+            "--output",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "reusing" in proc.stdout and "F1" in proc.stdout
+    assert np.isfinite(json.loads(next(tmp_path.glob("*/report.json")).read_text())["validation"]["f1"])
