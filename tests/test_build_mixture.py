@@ -97,6 +97,8 @@ def test_accounting_balances(built_small):
     assert sum(v for k, v in web[1]["removed"].items() if k.startswith("filter/")) > 0
     prose = [json.loads((d / "stage.json").read_text())["counts"] for d in _stages(out, "prose")]
     assert prose[0]["removed"] == {} and prose[1]["removed"]["dedup/exact"] >= 2  # the planted exact copies
+    reports = [json.loads((d / "stage.json").read_text()) for d in _stages(out, "prose")]
+    assert reports[1]["dedup"]["components"] >= 1 and reports[2]["dedup"]["counters"]["lines"] > 0
 
 
 def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):

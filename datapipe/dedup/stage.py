@@ -109,6 +109,24 @@ class DedupStage(TwoPhaseStage):
         write_records_atomic(self.part_url(shard), kept)
         return stats
 
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        report = self.read_global_report()
+        for comp in report.get("largest_components", []):  # references -> stable document ids, for inspection
+            comp["ids"] = self._ids([tuple(m) for m in comp.pop("members")], shards)
+        return {**super().finalize(shards, stats), "dedup": report}
+
+    def _ids(self, refs: list[tuple[int, int]], shards: list[Shard]) -> list[str]:
+        by_index = {s.index: s for s in shards}
+        wanted: dict[int, set[int]] = {}
+        for shard, doc in refs:
+            wanted.setdefault(shard, set()).add(doc)
+        found: dict[tuple[int, int], str] = {}
+        for shard, docs in wanted.items():
+            for i, doc in enumerate(read_records(self.upstream(by_index[shard]))):
+                if i in docs:
+                    found[(shard, i)] = doc["id"]
+        return [found[r] for r in refs]
+
 
 def first_reason(decisions: list[tuple[str, Any]]) -> tuple[str, Any]:
     """Of several ``(reason, survivor)`` decisions for one document, the one whose reason comes first."""
@@ -159,6 +177,9 @@ class ParagraphStage(TwoPhaseStage):
             kept.append(doc)
         write_records_atomic(self.part_url(shard), kept)
         return stats
+
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        return {**super().finalize(shards, stats), "dedup": self.read_global_report()}
 
 
 def component_report(histogram: dict, largest: list, held_max: int, shuffle: dict) -> dict:

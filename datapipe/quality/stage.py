@@ -17,7 +17,7 @@ import xxhash
 from datapipe.io.jsonl import read_records, write_records_atomic
 from datapipe.io.shards import Shard
 from datapipe.quality.model import QualityModel
-from datapipe.stage import DocumentStage, TwoPhaseStage
+from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
 BATCH = 512
@@ -136,7 +136,7 @@ class QualityStage(TwoPhaseStage):
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        extra = DocumentStage.finalize(self, shards, stats)
+        extra = super().finalize(shards, stats)
         if self.config.keep_fraction is not None:
             extra["quality"] = self.read_global_report()
         return extra
