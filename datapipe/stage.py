@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from datapipe import __version__
@@ -109,8 +110,10 @@ def read_stage_json(out_dir: str) -> dict[str, Any]:
 class DocumentStage:
     """Base for stages that read the upstream stage's ``part-NNNNN.jsonl.zst`` and write their own.
 
-    Subclasses implement :meth:`keep`, which decides one document (and may rewrite it) and counts a removal in
-    ``stats``; this class does the reading, writing and the ``docs_in``/``docs_kept`` accounting.
+    Subclasses implement :meth:`keep`, which decides one document (by its position in the shard; it may rewrite the
+    document) and counts a removal in ``stats``. :meth:`begin_shard` loads per-shard context (a removal list) and
+    :meth:`documents` may annotate documents as they stream (scores in batches). This class does the reading,
+    writing and the ``docs_in``/``docs_kept`` accounting.
     """
 
     name: str
@@ -121,24 +124,36 @@ class DocumentStage:
     def setup(self) -> None:
         pass
 
+    def upstream(self, shard: Shard) -> str:
+        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
+
     def part_url(self, shard: Shard) -> str:
         return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
 
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(self.part_url(shard))
 
-    def keep(self, doc: dict[str, Any], stats: StageStats) -> bool:
+    def begin_shard(self, shard: Shard) -> None:
+        pass
+
+    def documents(self, shard: Shard) -> Iterator[dict[str, Any]]:
+        from datapipe.io.jsonl import read_records
+
+        return read_records(self.upstream(shard))
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         raise NotImplementedError
 
     def process_shard(self, shard: Shard) -> StageStats:
-        from datapipe.io.jsonl import read_records, write_records_atomic
+        from datapipe.io.jsonl import write_records_atomic
 
         self.setup()
+        self.begin_shard(shard)
         stats = StageStats()
         kept = []
-        for doc in read_records(fs.join(self.input_dir, f"{shard.part}.jsonl.zst")):
+        for i, doc in enumerate(self.documents(shard)):
             stats.docs_in += 1
-            if self.keep(doc, stats):
+            if self.keep(i, doc, stats):
                 stats.docs_kept += 1
                 stats.chars_out += len(doc["text"])
                 kept.append(doc)
@@ -161,9 +176,6 @@ class TwoPhaseStage(DocumentStage):
     """
 
     needs_global = True
-
-    def upstream(self, shard: Shard) -> str:
-        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
 
     def global_done(self) -> bool:
         return not self.needs_global or fs.exists(fs.join(self.out_dir, GLOBAL_SUCCESS))

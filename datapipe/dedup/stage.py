@@ -16,7 +16,7 @@ import xxhash
 from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler
 from datapipe.dedup.normalize import normalize
 from datapipe.dedup.store import read_removals, write_shingles
-from datapipe.io.jsonl import read_records, write_records_atomic
+from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
@@ -93,21 +93,15 @@ class DedupStage(TwoPhaseStage):
             write_shingles(self.out_dir, shard.index, sets)
         return exact, bands, n
 
-    def process_shard(self, shard: Shard) -> StageStats:
-        removals = {r[0]: r[1] for r in read_removals(self.out_dir, shard.index)}  # doc index -> reason
-        stats = StageStats()
-        kept = []
-        for i, doc in enumerate(read_records(self.upstream(shard))):
-            stats.docs_in += 1
-            reason = removals.get(i)
-            if reason is not None:
-                stats.remove(reason)
-                continue
-            stats.docs_kept += 1
-            stats.chars_out += len(doc["text"])
-            kept.append(doc)
-        write_records_atomic(self.part_url(shard), kept)
-        return stats
+    def begin_shard(self, shard: Shard) -> None:
+        self._removals = {r[0]: r[1] for r in read_removals(self.out_dir, shard.index)}  # position -> reason
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        reason = self._removals.get(index)
+        if reason is not None:
+            stats.remove(reason)
+            return False
+        return True
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         report = self.read_global_report()
@@ -156,27 +150,21 @@ class ParagraphStage(TwoPhaseStage):
                     out.append((xxhash.xxh3_128_intdigest(norm.encode("utf-8")), (shard.index, i, j)))
         return out, n
 
-    def process_shard(self, shard: Shard) -> StageStats:
-        by_doc: dict[int, set[int]] = {}
+    def begin_shard(self, shard: Shard) -> None:
+        self._drop: dict[int, set[int]] = {}  # document position -> line positions to drop
         for doc_index, line_index in read_removals(self.out_dir, shard.index):
-            by_doc.setdefault(doc_index, set()).add(line_index)
-        stats = StageStats()
-        kept = []
-        for i, doc in enumerate(read_records(self.upstream(shard))):
-            stats.docs_in += 1
-            drop = by_doc.get(i)
-            if drop:
-                lines = doc["text"].split("\n")
-                doc["text"] = "\n".join(line for j, line in enumerate(lines) if j not in drop).strip()
-                stats.counters["paragraphs/lines_removed"] += len(drop)
-                if len(doc["text"]) < self.config.min_chars:
-                    stats.remove("paragraphs/too_little_left")
-                    continue
-            stats.docs_kept += 1
-            stats.chars_out += len(doc["text"])
-            kept.append(doc)
-        write_records_atomic(self.part_url(shard), kept)
-        return stats
+            self._drop.setdefault(doc_index, set()).add(line_index)
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        drop = self._drop.get(index)
+        if drop:
+            lines = doc["text"].split("\n")
+            doc["text"] = "\n".join(line for j, line in enumerate(lines) if j not in drop).strip()
+            stats.counters["paragraphs/lines_removed"] += len(drop)
+            if len(doc["text"]) < self.config.min_chars:
+                stats.remove("paragraphs/too_little_left")
+                return False
+        return True
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         return {**super().finalize(shards, stats), "dedup": self.read_global_report()}

@@ -32,7 +32,7 @@ class FilterStage(DocumentStage):
                 c.preset, dict(c.overrides), url_blocklist=c.url_blocklist, bad_words=c.bad_words
             )
 
-    def keep(self, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         assert self._chain is not None
         view = FilterDoc(doc["text"], url=doc["metadata"].get("url", ""))
         reason = self._chain.apply(view)

@@ -14,7 +14,6 @@ from typing import Any
 
 import xxhash
 
-from datapipe.io.jsonl import read_records, write_records_atomic
 from datapipe.io.shards import Shard
 from datapipe.quality.model import QualityModel
 from datapipe.stage import TwoPhaseStage
@@ -82,7 +81,7 @@ class QualityStage(TwoPhaseStage):
 
     def _batches(self, shard: Shard):
         batch: list[dict] = []
-        for doc in read_records(self.upstream(shard)):
+        for doc in super().documents(shard):
             batch.append(doc)
             if len(batch) >= BATCH:
                 yield batch
@@ -98,7 +97,7 @@ class QualityStage(TwoPhaseStage):
         out = []
         for batch in self._batches(shard):
             scores = model.scores([d["text"] for d in batch])
-            out.extend((float(s), tiebreak(d["id"])) for s, d in zip(scores, batch, strict=True))
+            out.extend((round(float(s), 8), tiebreak(d["id"])) for s, d in zip(scores, batch, strict=True))
         return out
 
     def _cutoff(self) -> tuple[float, int] | None:
@@ -109,31 +108,31 @@ class QualityStage(TwoPhaseStage):
             return (self.config.threshold, -1)
         return None
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def begin_shard(self, shard: Shard) -> None:
+        self._cut = self._cutoff()
+
+    def documents(self, shard: Shard):
+        """Documents with ``metadata.quality`` filled in, scored a batch at a time."""
         self.setup()
         assert self._models is not None
-        cutoff = self._cutoff()
-        stats = StageStats()
-        kept = []
         for batch in self._batches(shard):
             texts = [d["text"] for d in batch]
             scores = {name: m.scores(texts) for name, m in self._models.items()}
             for i, doc in enumerate(batch):
-                stats.docs_in += 1
                 doc["metadata"]["quality"] = {
                     **doc["metadata"].get("quality", {}),
                     **{name: round(float(s[i]), 8) for name, s in scores.items()},
                 }
-                if cutoff is not None:
-                    score = float(scores[self.config.select_classifier][i])
-                    if (score, tiebreak(doc["id"])) < cutoff:
-                        stats.remove("quality/below_cutoff")
-                        continue
-                stats.docs_kept += 1
-                stats.chars_out += len(doc["text"])
-                kept.append(doc)
-        write_records_atomic(self.part_url(shard), kept)
-        return stats
+                yield doc
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        if self._cut is None:
+            return True
+        score = doc["metadata"]["quality"][self.config.select_classifier]
+        if (score, tiebreak(doc["id"])) < self._cut:
+            stats.remove("quality/below_cutoff")
+            return False
+        return True
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         extra = super().finalize(shards, stats)
