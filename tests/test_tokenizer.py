@@ -39,3 +39,15 @@ def test_missing_tokenizer_and_bos_errors(tmp_path):
         load_tokenizer(TokenizerConfig(str(tmp_path / "nope")))
     with pytest.raises(DatapipeError, match="unknown bundled tokenizer"):
         load_tokenizer(TokenizerConfig("builtin:llama3"))
+
+
+def test_long_text_in_pieces_equals_whole(fixture_texts):
+    from datapipe.tokenize.tokenizer import split_long
+
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
+    text = "\n\n".join(fixture_texts[:400])  # several MB of real, varied text: prose, code, many languages
+    assert len(text) > 1_200_000
+    pieces = split_long(text, piece=50_000)
+    assert len(pieces) > 20 and "".join(pieces) == text
+    whole = tok.tokenizer.encode(text, add_special_tokens=False).ids + [tok.identity.eos_id]
+    assert tok.encode_arrays([text])[0].tolist() == whole

@@ -40,33 +40,37 @@ def write_jagged(path: str, rows: Sequence[np.ndarray], dtype: str = "uint32") -
     return len(rows), total
 
 
+COPY_CHUNK = (
+    1 << 26
+)  # elements copied per write (256 MiB of uint32): bounded memory, large chunk-aligned writes
+
+
 def concat_jagged(dest: str, parts: Sequence[str], dtype: str = "uint32") -> tuple[int, int]:
     """Concatenate jagged arrays, in the given order, into a new one at ``dest``.
 
-    Offsets are shifted by prefix sums and written in one transaction; data is copied part by part in large
-    writes. ``offsets[0]`` is written last. Returns (rows, elements).
+    For each part: its data is copied in large writes (at most ``COPY_CHUNK`` elements in memory), then its
+    offsets, shifted by the prefix sum of the parts before it, are written in one transaction, and only then is
+    ``offsets[0]`` advanced. A reader of the cache while it is being consolidated sees a growing prefix of complete
+    rows; the result does not depend on how the parts were produced. Returns (rows, elements).
     """
-    readers = [JaggedReader(p) for p in parts]
-    counts = [(r.num_rows, r.num_elements) for r in readers]
-    total_rows = sum(c[0] for c in counts)
     offsets_arr = open_array(fs.join(dest, "offsets"), "int64", create=True)
     data_arr = open_array(fs.join(dest, "data"), dtype, create=True)
-    row0, elem0 = 0, 0
-    all_ends = []
-    pending = []
-    for r, (nrows, nelem) in zip(readers, counts, strict=True):
-        if nelem:
-            pending.append(data_arr[elem0 : elem0 + nelem].write(r.data[0:nelem].read().result()))
-        all_ends.append(r.ends() + elem0)
-        row0 += nrows
-        elem0 += nelem
-    for f in pending:
-        f.result()
-    if total_rows:
-        with ts.Transaction() as txn:
-            offsets_arr.with_transaction(txn)[1 : total_rows + 1].write(np.concatenate(all_ends)).result()
-    offsets_arr[0].write(np.int64(total_rows)).result()
-    return total_rows, elem0
+    offsets_arr[0].write(np.int64(0)).result()
+    rows, elems = 0, 0
+    for part in parts:
+        r = JaggedReader(part)
+        for start in range(0, r.num_elements, COPY_CHUNK):
+            stop = min(start + COPY_CHUNK, r.num_elements)
+            data_arr[elems + start : elems + stop].write(r.data[start:stop].read().result()).result()
+        if r.num_rows:
+            with ts.Transaction() as txn:
+                offsets_arr.with_transaction(txn)[rows + 1 : rows + r.num_rows + 1].write(
+                    r.ends() + elems
+                ).result()
+        rows += r.num_rows
+        elems += r.num_elements
+        offsets_arr[0].write(np.int64(rows)).result()  # commit: these rows are now visible
+    return rows, elems
 
 
 class JaggedReader:

@@ -58,8 +58,8 @@ class TokenizeStage:
         batch: list[str] = []
 
         def flush() -> None:
-            for ids in self.tokenizer.encode_batch(batch):
-                rows.append(np.asarray(ids, dtype=np.uint32))
+            for ids in self.tokenizer.encode_arrays(batch):
+                rows.append(ids)
                 stats.tokens += len(ids)
             batch.clear()
 

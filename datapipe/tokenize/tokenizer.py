@@ -18,11 +18,47 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from datapipe.config import TokenizerConfig
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
+
+LONG_TEXT = 1 << 20  # characters; longer texts are tokenized in pieces
+PIECE = 1 << 18  # target piece length
+
+
+def split_long(text: str, piece: int = PIECE) -> list[str]:
+    """Cut a long text into pieces of about ``piece`` characters, each cut just before a single space that stands
+    between two non-space characters.
+
+    A byte-level BPE pre-tokenizer (GPT-2, Llama 3) attaches such a space to the word after it and never merges
+    across it, so the pieces' tokens, concatenated, are the whole text's tokens (tested). A stretch with no such
+    space is cut at ``4 * piece`` characters regardless.
+    """
+    out = []
+    start = 0
+    n = len(text)
+    while n - start > piece:
+        cut = -1
+        pos = start + piece
+        limit = min(n - 1, start + 4 * piece)
+        while pos < limit:
+            pos = text.find(" ", pos, limit)
+            if pos < 0:
+                break
+            if not text[pos - 1].isspace() and not text[pos + 1].isspace():
+                cut = pos
+                break
+            pos += 1
+        if cut < 0:
+            cut = min(n, start + 4 * piece)
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
 
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "[SEP]")
 BOS_CANDIDATES = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>", "[CLS]")
@@ -114,12 +150,31 @@ class LoadedTokenizer:
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text with BOS/EOS added as configured (the tokenizer's own post-processor is not used)."""
-        ids = [e.ids for e in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+        return [a.tolist() for a in self.encode_arrays(texts)]
+
+    def encode_arrays(self, texts: list[str]) -> list[np.ndarray]:
+        """Like :meth:`encode_batch`, as uint32 arrays; a text over ``LONG_TEXT`` characters is tokenized in pieces
+        so that its memory stays a few times its size (see :func:`split_long`)."""
+        out: list[np.ndarray | None] = [None] * len(texts)
+        short = [i for i, t in enumerate(texts) if len(t) <= LONG_TEXT]
+        encoded = self.tokenizer.encode_batch_fast([texts[i] for i in short], add_special_tokens=False)
+        for i, enc in zip(short, encoded, strict=True):
+            out[i] = np.asarray(enc.ids, dtype=np.uint32)
+        for i, t in enumerate(texts):
+            if out[i] is None:
+                pieces = split_long(t)
+                arrays = []
+                for start in range(0, len(pieces), 8):
+                    encs = self.tokenizer.encode_batch_fast(
+                        pieces[start : start + 8], add_special_tokens=False
+                    )
+                    arrays.extend(np.asarray(e.ids, dtype=np.uint32) for e in encs)
+                out[i] = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
         bos = [self.identity.bos_id] if self.identity.add_bos else []
         eos = [self.identity.eos_id] if self.identity.add_eos else []
         if bos or eos:
-            ids = [bos + x + eos for x in ids]
-        return ids
+            out = [np.concatenate([np.array(bos, np.uint32), a, np.array(eos, np.uint32)]) for a in out]
+        return out  # type: ignore[return-value]
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False)
