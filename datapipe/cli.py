@@ -4,6 +4,7 @@
                                                    tokenizer, and the first rows decoded
     datapipe build ...                             same as ``python -m pipelines.build_mixture ...``
     datapipe classifier train RECIPE [--output U]  train a quality classifier (reuses one already trained)
+    datapipe verify PATH                           check caches: monotone offsets, counts, token ids
 
 Errors a user can fix print one line (``error: ...``) and exit 2.
 """
@@ -82,6 +83,31 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from datapipe.store.verify import verify_cache
+
+    path = args.path.rstrip("/")
+    if fs.exists(fs.join(path, LEDGER)):
+        caches = [path]
+    else:
+        doc = read_manifest(path)
+        base = path[: -len(MANIFEST) - 1] if path.endswith(MANIFEST) else path
+        caches = [
+            c["cache"] if fs.has_protocol(c["cache"]) else fs.join(base, c["cache"])
+            for c in doc["components"]
+        ]
+    failed = 0
+    for cache in caches:
+        problems = verify_cache(cache)
+        if problems:
+            failed += 1
+            for p in problems:
+                print(f"BAD {p}")
+        else:
+            print(f"ok  {cache}")
+    return 1 if failed else 0
+
+
 def cmd_classifier_train(args: argparse.Namespace) -> int:
     from datapipe.quality.train import load_recipe, train
 
@@ -120,6 +146,10 @@ def make_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "build", help="build a mixture (python -m pipelines.build_mixture; see its --help)", add_help=False
     )
+    v = sub.add_parser(
+        "verify", help="check a token cache (or every cache of a mixture): offsets, counts, ids"
+    )
+    v.add_argument("path", help="a cache folder or a mixture output folder / mixture.json")
     c = sub.add_parser("classifier", help="quality classifiers: train a recipe")
     csub = c.add_subparsers(dest="classifier_command", metavar="ACTION", required=True)
     t = csub.add_parser(
@@ -141,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
         args = ap.parse_args(argv)
         if args.command == "inspect":
             sys.exit(cmd_inspect(args))
+        if args.command == "verify":
+            sys.exit(cmd_verify(args))
         if args.command == "classifier":
             sys.exit(cmd_classifier_train(args))
         ap.print_help()

@@ -11,6 +11,7 @@ Nothing here imports Beam: ``pipelines/`` wraps these functions in ``DoFn``s.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -83,6 +84,11 @@ def finish_stage(
     stats = [stats[i] for i in order]
     total = merge_all(stats)
     extra = stage.finalize(shards, stats)
+    cleanup = getattr(stage, "cleanup", None)
+    if (
+        cleanup is not None
+    ):  # before the commit: a kill after it must not leave scratch files in a finished stage
+        cleanup()
     doc = {
         "datapipe_version": __version__,
         "source": stage.source,
@@ -97,6 +103,19 @@ def finish_stage(
     fs.write_text_atomic(fs.join(stage.out_dir, STAGE_JSON), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     fs.write_text_atomic(fs.join(stage.out_dir, SUCCESS), "")
     return total
+
+
+def remove_temporaries(out_dir: str) -> int:
+    """Delete the ``.tmp-*`` files a killed atomic write left in a stage folder (before the stage runs again)."""
+    if not fs.is_local(out_dir) or not os.path.isdir(fs.local_path(out_dir)):
+        return 0  # object stores write whole objects: nothing half-written to clean
+    n = 0
+    for root, _dirs, files in os.walk(fs.local_path(out_dir)):
+        for name in files:
+            if name.startswith(".tmp-"):
+                os.unlink(os.path.join(root, name))
+                n += 1
+    return n
 
 
 def is_done(out_dir: str) -> bool:

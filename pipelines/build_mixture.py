@@ -13,6 +13,7 @@ whose ``_SUCCESS`` exists is skipped, and a stage interrupted mid-way resumes fr
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import sys
 import time
@@ -22,7 +23,8 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.plan import SourcePlan, make_stage, plan_mixture
 from datapipe.quality.resolve import resolve_models
-from datapipe.stage import read_stage_json
+from datapipe.stage import read_stage_json, remove_temporaries
+from datapipe.store.cache import LEDGER
 from datapipe.store.manifest import Component, write_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
 
@@ -88,10 +90,9 @@ def run(argv: list[str] | None = None) -> int:
                 continue
             t0 = time.perf_counter()
             stage = make_stage(mixture, sp, st)
+            remove_temporaries(st.out_dir)  # left by a run killed mid-write
             run_global(stage, list(st.shards), options)  # dedup stages: keys -> groups -> removal lists
             run_stage(stage, st, options)
-            if hasattr(stage, "cleanup"):
-                stage.cleanup()
             counts = read_stage_json(st.out_dir)["counts"]
             extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
             print(
@@ -107,6 +108,7 @@ def run(argv: list[str] | None = None) -> int:
     for sp in plans:
         tok = sp.stage("tokenize")
         cache = read_stage_json(tok.out_dir)["cache"]
+        ledger = hashlib.sha256(fs.read_bytes(fs.join(tok.out_dir, LEDGER))).hexdigest()
         components.append(
             Component(
                 sp.source.name,
@@ -114,15 +116,14 @@ def run(argv: list[str] | None = None) -> int:
                 f"{sp.source.name}/{tok.dirname}",
                 cache["rows"],
                 cache["tokens"],
+                ledger,
             )
         )
+    extra = {"weights_unit": mixture.weights_unit, "source_mixture_file": fs.local_path(mixture.file)}
+    if mixture.schedule:
+        extra["schedule"] = list(mixture.schedule)
     url = write_manifest(
-        mixture.output,
-        mixture.name,
-        mixture.seed,
-        tokenizer.identity,
-        components,
-        {"weights_unit": mixture.weights_unit, "source_mixture_file": fs.local_path(mixture.file)},
+        mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
     )
     print(f"manifest: {url}")
     return 0

@@ -122,6 +122,8 @@ class MixtureConfig:
     sources: tuple[SourceConfig, ...]
     description: str = ""
     weights_unit: str = ""
+    seq_len: int = 4096
+    schedule: tuple = ()  # ({"step": N, "weights": {...}}, ...)
 
     def source(self, name: str) -> SourceConfig:
         for s in self.sources:
@@ -284,6 +286,11 @@ def load_mixture(
                 real_location=s.get("real_location", ""),
             )
         )
+    names = {s.name for s in sources}
+    for i, entry in enumerate(doc.get("schedule", ())):
+        for name in entry["weights"]:
+            if name not in names:
+                raise ConfigError(file, f"schedule[{i}].weights.{name}", f"no source named {name!r}")
     for src in sources:  # thresholds named in `overrides` must exist in the preset: check before any work
         if src.filters is not None:
             from datapipe.filters.presets import build_chain
@@ -304,6 +311,8 @@ def load_mixture(
         sources=tuple(sources),
         description=doc.get("description", ""),
         weights_unit=doc.get("weights_unit", ""),
+        seq_len=doc.get("seq_len", 4096),
+        schedule=tuple(doc.get("schedule", ())),
     )
 
 

@@ -51,11 +51,12 @@ def concat_jagged(dest: str, parts: Sequence[str], dtype: str = "uint32") -> tup
     For each part: its data is copied in large writes (at most ``COPY_CHUNK`` elements in memory), then its
     offsets, shifted by the prefix sum of the parts before it, are written in one transaction, and only then is
     ``offsets[0]`` advanced. A reader of the cache while it is being consolidated sees a growing prefix of complete
-    rows; the result does not depend on how the parts were produced. Returns (rows, elements).
+    rows; the result does not depend on how the parts were produced. An existing array is reused rather than
+    deleted, so a reader never finds the cache missing. Returns (rows, elements).
     """
-    offsets_arr = open_array(fs.join(dest, "offsets"), "int64", create=True)
-    data_arr = open_array(fs.join(dest, "data"), dtype, create=True)
-    offsets_arr[0].write(np.int64(0)).result()
+    offsets_arr = open_array(fs.join(dest, "offsets"), "int64", create=True, reuse=True)
+    data_arr = open_array(fs.join(dest, "data"), dtype, create=True, reuse=True)
+    offsets_arr[0].write(np.int64(0)).result()  # a rerun after a kill starts over from no committed rows
     rows, elems = 0, 0
     for part in parts:
         r = JaggedReader(part)

@@ -27,16 +27,24 @@ class Component:
     cache: str  # relative to the manifest folder (or a URL)
     rows: int
     tokens: int
+    ledger_sha256: str
 
 
 def write_manifest(
-    output: str, name: str, seed: int, tokenizer: TokenizerIdentity, components: list[Component], extra: dict
+    output: str,
+    name: str,
+    seed: int,
+    seq_len: int,
+    tokenizer: TokenizerIdentity,
+    components: list[Component],
+    extra: dict,
 ) -> str:
     total = sum(c.weight for c in components)
     doc = {
         "format_version": 1,
         "name": name,
         "seed": seed,
+        "seq_len": seq_len,
         "tokenizer": tokenizer.to_dict(),
         "components": [
             {
@@ -46,6 +54,7 @@ def write_manifest(
                 "cache": c.cache,
                 "rows": c.rows,
                 "tokens": c.tokens,
+                "ledger_sha256": c.ledger_sha256,
             }
             for c in components
         ],

@@ -65,8 +65,14 @@ def array_spec(url: str, dtype: str) -> dict[str, Any]:
     }
 
 
-def open_array(url: str, dtype: str, *, create: bool, context: ts.Context | None = None) -> ts.TensorStore:
+def open_array(
+    url: str, dtype: str, *, create: bool, reuse: bool = False, context: ts.Context | None = None
+) -> ts.TensorStore:
+    """Open an existing array (``create=False``), create it afresh (``create=True``), or with ``reuse`` open it
+    if it exists and create it if not: readers polling the array never find it missing."""
     spec = array_spec(url, dtype)
+    if create and reuse:
+        return ts.open(spec, create=True, open=True, context=context).result()
     if create:
         return ts.open(spec, create=True, delete_existing=True, context=context).result()
     return ts.open({"driver": "zarr3", "kvstore": kvstore(url)}, open=True, context=context).result()
