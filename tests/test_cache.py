@@ -113,7 +113,7 @@ def test_reader_polling_during_consolidation_sees_only_complete_rows(tmp_path):
     t = threading.Thread(target=poll)
     t.start()
     try:
-        concat_jagged(dest, parts)
+        concat_jagged(dest, parts, write_unit=4096)  # small writes, so that there is a prefix to see
     finally:
         done.set()
         t.join()

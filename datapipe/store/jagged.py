@@ -9,13 +9,14 @@ trusts ``offsets[0]`` never sees a half-written row.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 import numpy as np
 import tensorstore as ts
 
 from datapipe.io import fs
-from datapipe.store.tensorstore_spec import open_array
+from datapipe.store.tensorstore_spec import OUTER_CHUNK, open_array
 
 
 def write_jagged(path: str, rows: Sequence[np.ndarray], dtype: str = "uint32") -> tuple[int, int]:
@@ -40,38 +41,104 @@ def write_jagged(path: str, rows: Sequence[np.ndarray], dtype: str = "uint32") -
     return len(rows), total
 
 
-COPY_CHUNK = (
-    1 << 26
-)  # elements copied per write (256 MiB of uint32): bounded memory, large chunk-aligned writes
+def write_rows_npy(folder: str, rows: Sequence[np.ndarray], dtype: str = "uint32") -> tuple[int, int]:
+    """A shard's rows as uncompressed ``data.npy`` then ``ends.npy`` (each written atomically; ``ends.npy`` last
+    marks it complete): the scratch form of a shard cache, which consolidation memory-maps."""
+    ends = np.cumsum(np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows)), dtype=np.int64)
+    data = (
+        np.concatenate([np.asarray(r, dtype=dtype) for r in rows]) if len(rows) else np.zeros(0, dtype=dtype)
+    )
+    for name, arr in (("data.npy", data), ("ends.npy", ends)):
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        fs.write_bytes_atomic(fs.join(folder, name), buf.getbuffer())
+    return len(rows), int(ends[-1]) if len(rows) else 0
 
 
-def concat_jagged(dest: str, parts: Sequence[str], dtype: str = "uint32") -> tuple[int, int]:
-    """Concatenate jagged arrays, in the given order, into a new one at ``dest``.
+def _load_part(part: str) -> tuple[np.ndarray, np.ndarray]:
+    """(data, ends) of a scratch shard cache (memory-mapped when local) or of a TensorStore jagged array."""
+    if fs.exists(fs.join(part, "ends.npy")):
+        if fs.is_local(part):
+            return (
+                np.load(fs.join(part, "data.npy"), mmap_mode="r"),
+                np.load(fs.join(part, "ends.npy")),
+            )
+        return (
+            np.load(io.BytesIO(fs.read_bytes(fs.join(part, "data.npy")))),
+            np.load(io.BytesIO(fs.read_bytes(fs.join(part, "ends.npy")))),
+        )
+    r = JaggedReader(part)
+    return r.data[0 : r.num_elements].read().result(), r.ends()
 
-    For each part: its data is copied in large writes (at most ``COPY_CHUNK`` elements in memory), then its
-    offsets, shifted by the prefix sum of the parts before it, are written in one transaction, and only then is
-    ``offsets[0]`` advanced. A reader of the cache while it is being consolidated sees a growing prefix of complete
-    rows; the result does not depend on how the parts were produced. An existing array is reused rather than
-    deleted, so a reader never finds the cache missing. Returns (rows, elements).
+
+def concat_jagged(
+    dest: str, parts: Sequence[str], dtype: str = "uint32", write_unit: int = OUTER_CHUNK
+) -> tuple[int, int]:
+    """Concatenate shard caches, in the given order, into one jagged array at ``dest``.
+
+    Data is written in pieces aligned to ``write_unit`` elements (by default one whole outer zarr chunk: a write
+    into a sharded chunk rewrites that chunk's file, so small appends would cost quadratic time). After each write,
+    the offsets of every row now fully written go out in one transaction, shifted by the prefix sums of the parts
+    before them, and then ``offsets[0]`` advances: a reader of the cache while it is consolidated sees a growing
+    prefix of complete rows. An existing array is reused, not deleted, so a reader never finds it missing; the
+    bytes do not depend on how the shard caches were produced. Returns (rows, elements).
     """
     offsets_arr = open_array(fs.join(dest, "offsets"), "int64", create=True, reuse=True)
     data_arr = open_array(fs.join(dest, "data"), dtype, create=True, reuse=True)
-    offsets_arr[0].write(np.int64(0)).result()  # a rerun after a kill starts over from no committed rows
-    rows, elems = 0, 0
-    for part in parts:
-        r = JaggedReader(part)
-        for start in range(0, r.num_elements, COPY_CHUNK):
-            stop = min(start + COPY_CHUNK, r.num_elements)
-            data_arr[elems + start : elems + stop].write(r.data[start:stop].read().result()).result()
-        if r.num_rows:
+    if int(offsets_arr[0].read().result()):  # a rerun after a kill starts over from no committed rows
+        offsets_arr[0].write(np.int64(0)).result()
+    pending: list[np.ndarray] = []  # data not yet written
+    written = 0  # elements written
+    buffered = 0
+    ends_pending: list[np.ndarray] = []  # absolute row ends not yet committed
+    committed = 0  # rows committed
+    total = 0
+
+    def commit(upto: int) -> None:
+        nonlocal committed, ends_pending
+        if not ends_pending:
+            return
+        ends = np.concatenate(ends_pending)
+        n = int(np.searchsorted(ends, upto, side="right"))
+        if n:
             with ts.Transaction() as txn:
-                offsets_arr.with_transaction(txn)[rows + 1 : rows + r.num_rows + 1].write(
-                    r.ends() + elems
-                ).result()
-        rows += r.num_rows
-        elems += r.num_elements
-        offsets_arr[0].write(np.int64(rows)).result()  # commit: these rows are now visible
-    return rows, elems
+                offsets_arr.with_transaction(txn)[committed + 1 : committed + n + 1].write(ends[:n]).result()
+            committed += n
+            offsets_arr[0].write(np.int64(committed)).result()
+        ends_pending = [ends[n:]] if n < len(ends) else []
+
+    def flush() -> None:
+        """Write everything buffered as one commit (one transaction: each touched chunk file is written once)."""
+        nonlocal pending, written, buffered
+        pos = written
+        with ts.Transaction() as txn:
+            target = data_arr.with_transaction(txn)
+            for block in pending:
+                target[pos : pos + len(block)].write(block).result()
+                pos += len(block)
+        pending = []
+        written += buffered
+        buffered = 0
+        commit(written)
+
+    for part in parts:
+        data, ends = _load_part(part)
+        if len(ends):
+            ends_pending.append(ends + total)
+        total += len(data)
+        start = 0
+        while start < len(data):
+            room = write_unit - (written + buffered) % write_unit
+            take = data[start : start + room]
+            pending.append(take)
+            buffered += len(take)
+            start += len(take)
+            if (written + buffered) % write_unit == 0:
+                flush()
+    if buffered:
+        flush()
+    commit(written)
+    return committed, written
 
 
 class JaggedReader:
@@ -99,6 +166,13 @@ class JaggedReader:
         bounds = self.offsets[i : i + 2].read().result()
         start = 0 if i == 0 else int(bounds[0])
         return self.data[start : int(bounds[1])].read().result()
+
+    def windows(self, starts, length: int) -> np.ndarray:
+        """Token windows ``data[s : s + length]`` for many starts, read together in one TensorStore batch (a loader's
+        access pattern: fixed-length sequences over the concatenated stream)."""
+        with ts.Batch() as batch:
+            futures = [self.data[int(s) : int(s) + length].read(batch=batch) for s in starts]
+        return np.stack([f.result() for f in futures]) if futures else np.zeros((0, length), dtype=np.uint32)
 
     def rows(self, start: int = 0, stop: int | None = None) -> list[np.ndarray]:
         """Rows ``start..stop`` with one read of offsets and one of data."""

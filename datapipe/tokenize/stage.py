@@ -1,6 +1,6 @@
 """The ``tokenize`` stage: documents -> token ids -> one jagged cache per input shard -> the source's cache.
 
-Each input shard's rows go to their own shard cache (``shards/part-NNNNN``), in document order; ``finalize``
+Each input shard's rows go to their own shard cache (``shards/part-NNNNN/``, uncompressed), in document order; ``finalize``
 concatenates the shard caches in shard order into ``input_ids`` and writes the ledger, so the result does not
 depend on how many workers ran or how a runner bundled the shards.
 """
@@ -18,7 +18,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stats import StageStats
 from datapipe.store.cache import FIELD, make_ledger, write_ledger
-from datapipe.store.jagged import concat_jagged, write_jagged
+from datapipe.store.jagged import concat_jagged, write_rows_npy
 from datapipe.tokenize.tokenizer import LoadedTokenizer, load_tokenizer
 
 BATCH = 256
@@ -47,10 +47,11 @@ class TokenizeStage:
         return self._tok
 
     def shard_cache(self, shard: Shard) -> str:
+        """This shard's rows, in document order: a scratch file that consolidation reads once."""
         return fs.join(self.out_dir, "shards", shard.part)
 
     def has_output(self, shard: Shard) -> bool:
-        return fs.exists(fs.join(self.shard_cache(shard), "offsets", "zarr.json"))
+        return fs.exists(fs.join(self.shard_cache(shard), "ends.npy"))
 
     def process_shard(self, shard: Shard) -> StageStats:
         stats = StageStats()
@@ -70,7 +71,7 @@ class TokenizeStage:
             if len(batch) >= BATCH:
                 flush()
         flush()
-        write_jagged(self.shard_cache(shard), rows)
+        write_rows_npy(self.shard_cache(shard), rows)
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

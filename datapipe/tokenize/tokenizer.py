@@ -26,7 +26,7 @@ from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 
 LONG_TEXT = 1 << 20  # characters; longer texts are tokenized in pieces
-PIECE = 1 << 18  # target piece length
+PIECE = 1 << 17  # target piece length
 
 
 def split_long(text: str, piece: int = PIECE) -> list[str]:
@@ -162,13 +162,11 @@ class LoadedTokenizer:
             out[i] = np.asarray(enc.ids, dtype=np.uint32)
         for i, t in enumerate(texts):
             if out[i] is None:
-                pieces = split_long(t)
-                arrays = []
-                for start in range(0, len(pieces), 8):
-                    encs = self.tokenizer.encode_batch_fast(
-                        pieces[start : start + 8], add_special_tokens=False
-                    )
-                    arrays.extend(np.asarray(e.ids, dtype=np.uint32) for e in encs)
+                # one piece at a time: batched encoding of a long text's pieces holds far more memory
+                arrays = [
+                    np.asarray(self.tokenizer.encode(p, add_special_tokens=False).ids, dtype=np.uint32)
+                    for p in split_long(t)
+                ]
                 out[i] = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.uint32)
         bos = [self.identity.bos_id] if self.identity.add_bos else []
         eos = [self.identity.eos_id] if self.identity.add_eos else []
