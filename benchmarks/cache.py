@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus import documents  # noqa: E402
+from corpus import best_of, documents  # noqa: E402
 
 from datapipe.config import TokenizerConfig  # noqa: E402
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_rows_npy  # noqa: E402
@@ -57,15 +56,6 @@ ids = tok.encode_arrays([doc])[0]
 peak = [int(line.split()[1]) // 1024 for line in open("/proc/self/status") if line.startswith("VmHWM")][0]
 print(len(doc), len(ids), time.perf_counter() - t0, peak)  # VmHWM: this process's own peak
 """
-
-
-def best_of(n: int, fn) -> float:
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return min(out)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +77,13 @@ def documents(n: int, max_bytes: int = 200_000) -> list[tuple[str, str]]:
                 return out
     print(f"corpus: only {len(out)} documents found on this machine (asked for {n})", file=sys.stderr)
     return out
+
+
+def best_of(n: int, fn) -> float:
+    """The fastest of ``n`` timed calls of ``fn`` (seconds)."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -19,13 +19,14 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))  # datatrove must never try a download
 
+from corpus import best_of  # noqa: E402
 from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from resiliparse.parse.encoding import bytes_to_str  # noqa: E402
@@ -39,15 +40,6 @@ from datapipe.langid import LanguageIdentifier  # noqa: E402
 
 CORPORA = REPO / "tests" / "fixtures" / "corpora"
 WARCS = sorted((CORPORA / "crawl").glob("docs-*.warc.gz"))
-
-
-def best_of(n: int, fn) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_extract(repeat: int, tries: int) -> tuple[float, float, int]:

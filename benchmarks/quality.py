@@ -14,14 +14,13 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus import documents  # noqa: E402
+from corpus import best_of, documents  # noqa: E402
 
 from datapipe.io.jsonl import write_records_atomic  # noqa: E402
 from datapipe.io.shards import Shard  # noqa: E402
@@ -29,15 +28,6 @@ from datapipe.langid import load_fasttext  # noqa: E402
 from datapipe.quality.model import preprocess  # noqa: E402
 from datapipe.quality.stage import ClassifierRef, QualityConfig, QualityStage  # noqa: E402
 from datapipe.quality.train import load_recipe, train  # noqa: E402
-
-
-def best_of(n: int, fn) -> float:
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return min(out)
 
 
 def main() -> None:
