@@ -66,10 +66,14 @@ class Recipe:
     quantize: bool = False
 
     def config(self) -> dict[str, Any]:
-        """What the model depends on (hashed with the input files' names and sizes)."""
+        """What the model depends on (hashed with the input files' names and sizes). Paths are taken relative to the
+        data root, so the same recipe over the same data hashes the same wherever it is checked out."""
         d = asdict(self)
-        for k in ("file", "data_root"):
-            d.pop(k)
+        root = fs.local_path(d.pop("data_root")).rstrip("/") + "/"
+        d.pop("file")
+        for side in ("positive", "negative"):
+            for src in d[side]:
+                src["paths"] = [p[len(root) :] if p.startswith(root) else p for p in src["paths"]]
         return d
 
 
