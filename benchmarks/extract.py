@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))  # datatrove must never try a download
 
-from corpus import best_of  # noqa: E402
+from corpus import best_of, fixture_documents  # noqa: E402
 from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from resiliparse.parse.encoding import bytes_to_str  # noqa: E402
@@ -80,24 +80,6 @@ def bench_extract(repeat: int, tries: int) -> tuple[float, float, int]:
     return t_bare, t_stage, len(pages)
 
 
-def fixture_texts() -> list[str]:
-    from datapipe.extract.html import HtmlExtractor
-    from datapipe.io.readers import read_shard
-    from datapipe.io.shards import make_shards
-    from datapipe.stats import StageStats
-
-    ex = HtmlExtractor()
-    formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
-    texts = []
-    for path in sorted(p for p in CORPORA.rglob("*") if p.is_file() and not p.name.endswith(".json")):
-        fmt, field = next(v for k, v in formats.items() if k in path.name)
-        for rec in read_shard(make_shards([str(path)], str(CORPORA))[0], "s", fmt, field, "id", StageStats()):
-            text = ex((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
-            if text.strip():
-                texts.append(text)
-    return texts
-
-
 def bench_filters(texts: list[str], tries: int) -> tuple[float, float, int, int]:
     from datatrove.data import Document
     from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
@@ -129,7 +111,7 @@ def main() -> None:
     args = ap.parse_args()
 
     t_bare, t_stage, n = bench_extract(args.repeat, args.tries)
-    texts = fixture_texts()
+    texts = [t for _, t in fixture_documents()]  # every fixture document, HTML extracted
     t_ours, t_theirs, kept_ours, kept_theirs = bench_filters(texts, max(1, args.tries - 1))
     stage_vs_bare = t_bare / t_stage
     filters_vs = t_theirs / t_ours

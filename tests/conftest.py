@@ -38,6 +38,17 @@ sources:
 """
 
 
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root, except wall-clock timing records."""
+    import hashlib
+
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith(".timing.json")
+    }
+
+
 def write_mixture(folder: Path, text: str, name: str = "mix.yaml") -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")

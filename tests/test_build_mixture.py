@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.store.cache import TokenCache
 from datapipe.store.manifest import open_component, read_manifest
 from datapipe.tokenize.tokenizer import TokenizerIdentity, load_tokenizer
-from tests.conftest import run_build, write_mixture
+from tests.conftest import run_build, tree_digest, write_mixture
 
 
 def _stage_dir(out: Path, source: str, stage: str) -> Path:
@@ -30,15 +29,6 @@ ORDER = ("extract", "filter", "dedup", "paragraphs", "tokenize")
 def _stages(out: Path, source: str) -> list[Path]:
     """A source's stage folders in pipeline order."""
     return sorted((out / source).iterdir(), key=lambda p: ORDER.index(p.name.split("-")[0]))
-
-
-def _tree_digest(root: Path) -> dict[str, str]:
-    """sha256 of every file under root, except wall-clock timing records."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.endswith(".timing.json")
-    }
 
 
 def test_builds_every_source_and_manifest(built_small):
@@ -103,11 +93,11 @@ def test_accounting_balances(built_small):
 
 def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture):
     out, _ = built_small
-    before = _tree_digest(out)
+    before = tree_digest(out)
     proc = run_build("--mixture", str(small_mixture), "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("skipped (cached)") == 9 and " ran in " not in proc.stdout
-    assert _tree_digest(out) == before
+    assert tree_digest(out) == before
     dry = run_build("--mixture", str(small_mixture), "--output", str(out), "--dry-run")
     assert dry.stdout.count("cached") == 9 and "would run" not in dry.stdout
 
@@ -123,15 +113,15 @@ def test_two_worker_processes_give_the_same_bytes(built_small, small_mixture, tm
         "--direct_num_workers=2",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _tree_digest(tmp_path / "mp") == _tree_digest(out)
+    assert tree_digest(tmp_path / "mp") == tree_digest(out)
 
 
 def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture, tmp_path):
     out, _ = built_small
     proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")
     assert proc.returncode == 0 and "manifest not written" in proc.stdout
-    reference = _tree_digest(tmp_path / "o" / "web")
-    assert reference == {k[4:]: v for k, v in _tree_digest(out).items() if k.startswith("web/")}
+    reference = tree_digest(tmp_path / "o" / "web")
+    assert reference == {k[4:]: v for k, v in tree_digest(out).items() if k.startswith("web/")}
     # as if killed: the tokenize stage never committed, and extract lost one shard's commit marker and output
     tok = _stage_dir(tmp_path / "o", "web", "tokenize")
     for name in ("_SUCCESS", "stage.json", "shard_ledger.json"):
@@ -143,7 +133,7 @@ def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture,
     proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count(" ran in ") == 2  # extract and tokenize; filter had committed
-    assert _tree_digest(tmp_path / "o" / "web") == reference
+    assert tree_digest(tmp_path / "o" / "web") == reference
 
 
 def test_changing_tokenizer_config_reruns_only_tokenize(built_small, small_mixture, tmp_path):

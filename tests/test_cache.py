@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import signal
@@ -19,7 +18,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_jagged
 from datapipe.store.tensorstore_spec import kvstore, open_array
 from datapipe.store.verify import verify_cache
-from tests.conftest import CORPORA, REPO, write_mixture
+from tests.conftest import CORPORA, REPO, tree_digest, write_mixture
 
 # Levanter's JaggedArrayStore opens both arrays with exactly this metadata (chunk 262144 inside shards of
 # 134217728, blosc at clevel 5) and reads row i as data[offsets[i] : offsets[i+1]], with offsets[0] standing in
@@ -131,20 +130,12 @@ sources:
 """
 
 
-def _digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.endswith(".timing.json")
-    }
-
-
 def test_killed_builds_resume_to_the_same_bytes(tmp_path):
     mix = write_mixture(tmp_path, KILL_MIX.format(root=CORPORA))
     cmd = [sys.executable, "-m", "pipelines.build_mixture", "--mixture", str(mix), "--output"]
     ref = tmp_path / "ref"
     assert subprocess.run([*cmd, str(ref)], cwd=REPO, capture_output=True).returncode == 0
-    reference = _digest(ref)
+    reference = tree_digest(ref)
     rng = random.Random(7)
     for trial in range(5):
         out = tmp_path / f"t{trial}"
@@ -156,4 +147,4 @@ def test_killed_builds_resume_to_the_same_bytes(tmp_path):
         proc.wait()
         done = subprocess.run([*cmd, str(out)], cwd=REPO, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert _digest(out) == reference, f"trial {trial}"
+        assert tree_digest(out) == reference, f"trial {trial}"
