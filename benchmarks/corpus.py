@@ -87,3 +87,30 @@ def best_of(n: int, fn) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float]) -> tuple[str, int]:
+    """A mixture on local disk from the GPT-2 token rows of ``documents(docs)``, dealt round-robin to the
+    components: one cache each (Levanter's layout) and a ``mixture.json``. Returns (manifest path, tokens)."""
+    import hashlib
+    import os
+
+    sys.path.insert(0, str(REPO))
+    from datapipe.config import TokenizerConfig
+    from datapipe.io import fs
+    from datapipe.store.cache import FIELD, LEDGER, make_ledger, write_ledger
+    from datapipe.store.jagged import write_jagged
+    from datapipe.store.manifest import Component, write_manifest
+    from datapipe.tokenize.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
+    rows = tok.encode_arrays([t for _, t in documents(docs)])
+    comps = []
+    for k, (name, weight) in enumerate(weights.items()):
+        cache = os.path.join(work, name)
+        n_rows, n_tokens = write_jagged(fs.join(cache, FIELD), rows[k :: len(weights)])
+        write_ledger(cache, make_ledger({"part-00000": n_rows}, {"part-00000": n_tokens}, tok.identity))
+        digest = hashlib.sha256(fs.read_bytes(fs.join(cache, LEDGER))).hexdigest()
+        comps.append(Component(name, weight, name, n_rows, n_tokens, digest))
+    write_manifest(work, "bench", 0, seq_len, tok.identity, comps, {})
+    return os.path.join(work, "mixture.json"), sum(c.tokens for c in comps)

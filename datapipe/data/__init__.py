@@ -1,1 +1,1 @@
-"""Deterministic streaming of a weighted mixture: permutations, block counts (the loader itself is in progress)."""
+"""Deterministic streaming of a weighted mixture: keyed permutations, sequences, block mixing and the loader."""

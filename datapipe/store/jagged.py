@@ -167,11 +167,24 @@ class JaggedReader:
         start = 0 if i == 0 else int(bounds[0])
         return self.data[start : int(bounds[1])].read().result()
 
+    def read_spans(self, starts, lengths, batch: ts.Batch) -> list[ts.Future]:
+        """Start reads of ``data[s : s + n]`` for each (start, length) inside ``batch``; the caller collects the
+        futures once the batch is submitted. Spans past the committed elements are refused."""
+        futures = []
+        for s, n in zip(starts, lengths, strict=True):
+            s, n = int(s), int(n)
+            if s < 0 or s + n > self.num_elements:
+                raise IndexError(
+                    f"{self.path}: span {s}..{s + n} outside the {self.num_elements} committed elements"
+                )
+            futures.append(self.data[s : s + n].read(batch=batch))
+        return futures
+
     def windows(self, starts, length: int) -> np.ndarray:
         """Token windows ``data[s : s + length]`` for many starts, read together in one TensorStore batch (a loader's
         access pattern: fixed-length sequences over the concatenated stream)."""
         with ts.Batch() as batch:
-            futures = [self.data[int(s) : int(s) + length].read(batch=batch) for s in starts]
+            futures = self.read_spans(starts, [length] * len(starts), batch)
         return np.stack([f.result() for f in futures]) if futures else np.zeros((0, length), dtype=np.uint32)
 
     def rows(self, start: int = 0, stop: int | None = None) -> list[np.ndarray]:
