@@ -25,6 +25,9 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(PY) -m pipelines.build_mixture --mixture dclm_phase3.yaml --output $(DEMO_OUT)
 	$(VENV)/bin/datapipe inspect $(DEMO_OUT) --rows 1 --chars 160
+	$(VENV)/bin/datapipe train --mixture $(DEMO_OUT)/mixture.json --model tiny --steps 30 \
+	  --run-dir $(DEMO_OUT)/runs/tiny seq_len=256 global_batch=8 checkpoint.every=10 \
+	  'optimizer.lr={lr: 0.003, warmup_steps: 5}'
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_FLAGS)

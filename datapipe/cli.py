@@ -5,6 +5,7 @@
     datapipe build ...                             same as ``python -m pipelines.build_mixture ...``
     datapipe classifier train RECIPE [--output U]  train a quality classifier (reuses one already trained)
     datapipe verify PATH                           check caches: monotone offsets, counts, token ids
+    datapipe train --mixture M --model P --steps N train the bundled JAX model (resumes automatically)
 
 Errors a user can fix print one line (``error: ...``) and exit 2.
 """
@@ -159,6 +160,9 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
     )
+    from datapipe.train.cli import add_train_parser
+
+    add_train_parser(sub)
     return ap
 
 
@@ -175,6 +179,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(cmd_verify(args))
         if args.command == "classifier":
             sys.exit(cmd_classifier_train(args))
+        if args.command == "train":
+            from datapipe.train.cli import cmd_train
+
+            sys.exit(cmd_train(args))
         ap.print_help()
         sys.exit(0 if not argv else 2)
     except DatapipeError as e:

@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-NAMES = ("mixture", "document", "ledger", "manifest", "classifier")
+NAMES = ("mixture", "document", "ledger", "manifest", "classifier", "train")
 
 
 @cache

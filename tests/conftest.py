@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# The trainer tests build (data 2, fsdp 2, model 2) meshes in this process: jax must see 8 CPU devices, which
+# XLA_FLAGS sets only before jax is first imported.
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    ).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO / "tests" / "fixtures" / "corpora"

@@ -15,6 +15,7 @@ import yaml
 
 from datapipe.config.env import expand_tree
 from datapipe.config.schema import validate
+from datapipe.config.yamlio import load_yaml
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 
@@ -234,7 +235,7 @@ def load_mixture(
     path = find_mixture(name_or_path)
     file = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from datapipe.config.env import expand_tree
 from datapipe.config.mixture import ExtractConfig
 from datapipe.config.schema import validate
+from datapipe.config.yamlio import load_yaml
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
 from datapipe.io import fs
@@ -93,7 +93,7 @@ def find_recipe(name_or_path: str) -> Path:
 def load_recipe(name_or_path: str) -> Recipe:
     path = find_recipe(name_or_path)
     file = str(path)
-    doc = expand_tree(yaml.safe_load(path.read_text(encoding="utf-8")), file=file)
+    doc = expand_tree(load_yaml(path.read_text(encoding="utf-8")), file=file)
     validate(doc, "classifier", file=file)
     here = str(path.resolve().parent)
     root = fs.resolve(doc.get("data_root", "."), here)

@@ -1,0 +1,73 @@
+"""``datapipe train``: arguments, overrides and process set-up (fake CPU devices, ``jax.distributed``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+EXAMPLE = """\
+examples:
+  datapipe train --mixture out/dclm_phase3/mixture.json --model tiny --steps 20 seq_len=256
+  datapipe train --mixture out/mix --model 150m --steps 5000 --config train.yaml optimizer.lr.lr=6e-4 mesh.fsdp=-1
+  datapipe train ... --coordinator host0:1234 --num-processes 4 --process-id $RANK   # several hosts
+"""
+
+
+def add_train_parser(sub) -> None:
+    t = sub.add_parser(
+        "train",
+        help="train the bundled JAX model on a mixture manifest (resumes from the latest checkpoint)",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    t.add_argument("--mixture", help="mixture.json (or its folder) from build_mixture")
+    t.add_argument("--model", help="preset: tiny, 150m, 1b, marin_8b")
+    t.add_argument("--steps", type=int, help="total steps of the run")
+    t.add_argument("--config", help="a train YAML (schemas/train.schema.json); flags and overrides win")
+    t.add_argument("--run-dir", help="checkpoints, metrics.jsonl, run.json (default runs/<mixture>-<model>)")
+    t.add_argument("--until", type=int, help="stop after this step (checkpointed), to continue later")
+    t.add_argument("--devices", type=int, help="fake this many CPU devices (tests, laptops)")
+    t.add_argument("--peak-tflops", type=float, help="per-device peak for MFU (default: spec or measured)")
+    t.add_argument("--coordinator", help="host:port of process 0, for a multi-process run")
+    t.add_argument("--num-processes", type=int)
+    t.add_argument("--process-id", type=int)
+    t.add_argument(
+        "--distributed",
+        action="store_true",
+        help="jax.distributed.initialize() from the environment (TPU, Slurm)",
+    )
+    t.add_argument(
+        "overrides", nargs="*", help="dotted.key=value (YAML values): optimizer.lr.lr=1e-3 mesh.model=2"
+    )
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    if args.devices:
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={args.devices}"
+        ).strip()
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    if args.coordinator:
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    elif args.distributed:
+        jax.distributed.initialize()
+
+    from datapipe.train.config import load_train_config, parse_overrides
+    from datapipe.train.trainer import Trainer
+
+    over = parse_overrides(args.overrides)
+    for key, value in (("mixture", args.mixture), ("model", args.model), ("steps", args.steps)):
+        if value is not None:
+            over[key] = value
+    if args.run_dir:
+        over["run_dir"] = args.run_dir
+    elif "run_dir" not in over and args.config is None:
+        name = os.path.basename(os.path.dirname(os.path.abspath(over.get("mixture", "out/x/mixture.json"))))
+        over["run_dir"] = os.path.join("runs", f"{name}-{over.get('model', 'model')}")
+    cfg = load_train_config(args.config, over)
+    result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
+    if args.coordinator or args.distributed:
+        jax.distributed.shutdown()
+    return 0 if result.status in ("finished", "stopped", "preempted") else 1

@@ -1,0 +1,255 @@
+"""A Llama-style decoder in plain JAX: RMSNorm, rotary embeddings, SwiGLU, grouped-query attention that stays
+within documents (``segment_ids``), tied or untied embeddings.
+
+Parameters are a dict of fp32 arrays; layer weights are stacked on a leading ``layers`` axis and applied with
+``jax.lax.scan`` (one compiled layer, whatever the depth), each layer wrapped in ``jax.checkpoint`` with the chosen
+rematerialization policy. Matmuls run in ``compute_dtype`` (bf16 by default); norms, softmax and the loss in fp32.
+
+Every parameter has named logical axes (:data:`PARAM_AXES`); ``datapipe.train.sharding`` maps them onto a mesh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+Params = dict[str, Any]
+
+# logical axes of every parameter (the stacked layer axis first for layer weights)
+PARAM_AXES: dict[str, tuple[str | None, ...]] = {
+    "embed": ("vocab", "embed"),
+    "lm_head": ("embed", "vocab"),
+    "final_norm": (None,),
+    "layers/attn_norm": ("layers", None),
+    "layers/wq": ("layers", "embed", "heads", None),
+    "layers/wk": ("layers", "embed", "kv_heads", None),
+    "layers/wv": ("layers", "embed", "kv_heads", None),
+    "layers/wo": ("layers", "heads", None, "embed"),
+    "layers/mlp_norm": ("layers", None),
+    "layers/w_gate": ("layers", "embed", "mlp"),
+    "layers/w_up": ("layers", "embed", "mlp"),
+    "layers/w_down": ("layers", "mlp", "embed"),
+}
+NO_DECAY = ("final_norm", "layers/attn_norm", "layers/mlp_norm")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int
+    head_dim: int | None = None  # default d_model // n_heads
+    vocab_size: int = 0  # 0: the manifest tokenizer's, rounded up to a multiple of 128
+    tie_embeddings: bool = False
+    rope_theta: float = 10_000.0
+    norm_eps: float = 1e-5
+    compute_dtype: str = "bfloat16"
+    remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch
+    init_std: float = 0.02
+
+    @property
+    def dh(self) -> int:
+        return self.head_dim or self.d_model // self.n_heads
+
+    def with_vocab(self, vocab: int) -> ModelConfig:
+        return self if self.vocab_size else replace(self, vocab_size=-(-vocab // 128) * 128)
+
+    def num_params(self, embeddings: bool = True) -> int:
+        d, f, h, kv, dh = self.d_model, self.d_ff, self.n_heads, self.n_kv_heads, self.dh
+        layer = 2 * d + d * h * dh + 2 * d * kv * dh + h * dh * d + 3 * d * f
+        emb = self.vocab_size * d * (1 if self.tie_embeddings else 2)
+        return self.n_layers * layer + d + (emb if embeddings else 0)
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Training FLOPs per token (forward + backward = 3x forward): every matmul including the LM head, and
+        attention scores and values over the full ``seq_len`` (the convention of PaLM's MFU)."""
+        d, f, h, kv, dh = self.d_model, self.d_ff, self.n_heads, self.n_kv_heads, self.dh
+        matmul = self.n_layers * (d * h * dh + 2 * d * kv * dh + h * dh * d + 3 * d * f) + d * self.vocab_size
+        attention = self.n_layers * 2 * h * dh * seq_len
+        return 3 * 2 * (matmul + attention)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    "tiny": ModelConfig(
+        "tiny", d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=192, tie_embeddings=True
+    ),
+    "150m": ModelConfig("150m", d_model=768, n_layers=12, n_heads=12, n_kv_heads=12, d_ff=2688),
+    "1b": ModelConfig(
+        "1b",
+        d_model=2048,
+        n_layers=16,
+        n_heads=32,
+        n_kv_heads=8,
+        d_ff=8192,
+        tie_embeddings=True,
+        rope_theta=5e5,
+    ),
+    "marin_8b": ModelConfig(
+        "marin_8b", d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_theta=5e5
+    ),
+}
+
+
+def init_params(cfg: ModelConfig, key: jax.Array) -> Params:
+    """Truncated-normal weights (std ``init_std``; output projections scaled by 1/sqrt(2 * layers)), unit norms."""
+    d, f, h, kv, dh, n = cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.n_kv_heads, cfg.dh, cfg.n_layers
+    keys = iter(jax.random.split(key, 9))
+    out_std = cfg.init_std / np.sqrt(2 * n)
+
+    def normal(shape, std):
+        return std * jax.random.truncated_normal(next(keys), -3.0, 3.0, shape, jnp.float32)
+
+    params: Params = {
+        "embed": normal((cfg.vocab_size, d), cfg.init_std),
+        "final_norm": jnp.ones((d,), jnp.float32),
+        "layers": {
+            "attn_norm": jnp.ones((n, d), jnp.float32),
+            "wq": normal((n, d, h, dh), cfg.init_std),
+            "wk": normal((n, d, kv, dh), cfg.init_std),
+            "wv": normal((n, d, kv, dh), cfg.init_std),
+            "wo": normal((n, h, dh, d), out_std),
+            "mlp_norm": jnp.ones((n, d), jnp.float32),
+            "w_gate": normal((n, d, f), cfg.init_std),
+            "w_up": normal((n, d, f), cfg.init_std),
+            "w_down": normal((n, f, d), out_std),
+        },
+    }
+    if not cfg.tie_embeddings:
+        params["lm_head"] = normal((d, cfg.vocab_size), cfg.init_std)
+    else:
+        next(keys)
+    return params
+
+
+def param_paths(params: Params) -> dict[str, Any]:
+    """Flat ``{"layers/wq": array, ...}`` view of the parameter tree."""
+    flat = {}
+    for k, v in params.items():
+        if isinstance(v, dict):
+            flat.update({f"{k}/{kk}": vv for kk, vv in v.items()})
+        else:
+            flat[k] = v
+    return flat
+
+
+def _rms_norm(x: jax.Array, scale: jax.Array, eps: float) -> jax.Array:
+    x32 = x.astype(jnp.float32)
+    y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return (y * scale).astype(x.dtype)
+
+
+def _rotary(x: jax.Array, positions: jax.Array, theta: float) -> jax.Array:
+    """Rotate-half rotary embeddings (Llama's convention) on ``[batch, seq, heads, head_dim]``."""
+    dh = x.shape[-1]
+    freqs = 1.0 / (theta ** (jnp.arange(0, dh, 2, dtype=jnp.float32) / dh))
+    angles = positions[..., None].astype(jnp.float32) * freqs  # [batch, seq, dh/2]
+    cos = jnp.cos(angles)[:, :, None, :]
+    sin = jnp.sin(angles)[:, :, None, :]
+    x1, x2 = jnp.split(x.astype(jnp.float32), 2, axis=-1)
+    out = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+    return out.astype(x.dtype)
+
+
+def attention_mask(segment_ids: jax.Array) -> jax.Array:
+    """``[batch, 1, 1, q, k]``: causal, and a query sees only keys of its own segment (padding, -1, sees itself)."""
+    t = segment_ids.shape[1]
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]
+    return (causal[None] & same)[:, None, None]
+
+
+def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype) -> jax.Array:
+    b, t, _ = x.shape
+    q = jnp.einsum("btd,dhk->bthk", x, lp["wq"].astype(dtype))
+    k = jnp.einsum("btd,dhk->bthk", x, lp["wk"].astype(dtype))
+    v = jnp.einsum("btd,dhk->bthk", x, lp["wv"].astype(dtype))
+    q, k = _rotary(q, positions, cfg.rope_theta), _rotary(k, positions, cfg.rope_theta)
+    groups = cfg.n_heads // cfg.n_kv_heads
+    q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
+    scores = jnp.einsum("bqkgd,bskd->bkgqs", q, k).astype(jnp.float32) / np.sqrt(cfg.dh)
+    scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
+    out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v).reshape(b, t, cfg.n_heads, cfg.dh)
+    return jnp.einsum("bthk,hkd->btd", out, lp["wo"].astype(dtype))
+
+
+def _mlp(x, lp, dtype) -> jax.Array:
+    gate = jnp.einsum("btd,df->btf", x, lp["w_gate"].astype(dtype))
+    up = jnp.einsum("btd,df->btf", x, lp["w_up"].astype(dtype))
+    return jnp.einsum("btf,fd->btd", jax.nn.silu(gate) * up, lp["w_down"].astype(dtype))
+
+
+REMAT_POLICIES = {
+    "none": None,
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.checkpoint_dots,
+    "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+}
+
+
+def forward(
+    params: Params, input_ids: jax.Array, segment_ids: jax.Array, cfg: ModelConfig, activation_sharding=None
+) -> jax.Array:
+    """Logits ``[batch, seq, vocab]`` in fp32. Positions restart at 0 in every segment."""
+    dtype = jnp.dtype(cfg.compute_dtype)
+    mask = attention_mask(segment_ids)
+    starts = jnp.concatenate(
+        [jnp.ones_like(segment_ids[:, :1], bool), segment_ids[:, 1:] != segment_ids[:, :-1]], axis=1
+    )
+    idx = jnp.arange(segment_ids.shape[1])[None, :]
+    positions = idx - jax.lax.cummax(jnp.where(starts, idx, 0), axis=1)
+
+    def constrain(h):
+        return h if activation_sharding is None else jax.lax.with_sharding_constraint(h, activation_sharding)
+
+    def layer(h, lp):
+        h = h + _attention(_rms_norm(h, lp["attn_norm"], cfg.norm_eps), lp, mask, positions, cfg, dtype)
+        h = h + _mlp(_rms_norm(h, lp["mlp_norm"], cfg.norm_eps), lp, dtype)
+        return constrain(h), None
+
+    if cfg.remat not in REMAT_POLICIES:
+        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)}, got {cfg.remat!r}")
+    if cfg.remat != "none":
+        layer = jax.checkpoint(layer, policy=REMAT_POLICIES[cfg.remat], prevent_cse=False)
+    table = params["embed"].astype(dtype)
+    if (
+        activation_sharding is not None
+    ):  # gather from a whole table: a sharded gather would be replicated anyway
+        table = jax.lax.with_sharding_constraint(
+            table, NamedSharding(activation_sharding.mesh, PartitionSpec())
+        )
+    h = constrain(table[input_ids])
+    h, _ = jax.lax.scan(layer, h, params["layers"])
+    h = _rms_norm(h, params["final_norm"], cfg.norm_eps)
+    head = params["embed"].T if cfg.tie_embeddings else params["lm_head"]
+    return jnp.einsum("btd,dv->btv", h, head.astype(dtype)).astype(jnp.float32)
+
+
+def loss_sums(
+    params: Params,
+    batch: dict[str, jax.Array],
+    cfg: ModelConfig,
+    z_loss: float = 0.0,
+    activation_sharding=None,
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    """Sums, so that microbatches add up exactly: (objective, (cross-entropy, target count)).
+
+    Targets are next tokens in the same document (the prediction across a document edge and padding are skipped);
+    the objective adds ``z_loss * logsumexp^2`` per target. The mean loss is ``cross-entropy / count``."""
+    ids, seg = batch["input_ids"], batch["segment_ids"]
+    logits = forward(params, ids, seg, cfg, activation_sharding)[:, :-1]
+    targets = ids[:, 1:]
+    valid = (seg[:, 1:] == seg[:, :-1]) & (seg[:, 1:] >= 0)
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    ce = jnp.where(valid, lse - target_logit, 0.0).sum()
+    objective = ce + z_loss * jnp.where(valid, lse * lse, 0.0).sum() if z_loss else ce
+    return objective, (ce, valid.sum().astype(jnp.float32))
