@@ -28,6 +28,7 @@ demo: $(STAMP)
 	$(VENV)/bin/datapipe train --mixture $(DEMO_OUT)/mixture.json --model tiny --steps 30 \
 	  --run-dir $(DEMO_OUT)/runs/tiny seq_len=256 global_batch=8 checkpoint.every=10 \
 	  'optimizer.lr={lr: 0.003, warmup_steps: 5}'
+	$(VENV)/bin/datapipe report $(DEMO_OUT)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_FLAGS)

@@ -6,6 +6,8 @@
     datapipe classifier train RECIPE [--output U]  train a quality classifier (reuses one already trained)
     datapipe verify PATH                           check caches: monotone offsets, counts, token ids
     datapipe train --mixture M --model P --steps N train the bundled JAX model (resumes automatically)
+    datapipe report OUT [--html F]                 one HTML file: funnels, score and length plots, samples
+    datapipe lineage RUN_OR_OUTPUT                 run -> manifest -> stages -> input files
 
 Errors a user can fix print one line (``error: ...``) and exit 2.
 """
@@ -13,6 +15,7 @@ Errors a user can fix print one line (``error: ...``) and exit 2.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 
@@ -20,6 +23,7 @@ from datapipe import __version__
 from datapipe.config import TokenizerConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.store.manifest import MANIFEST, open_component, read_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
@@ -62,6 +66,15 @@ def _decoder_for(cache: TokenCache) -> Callable[[list[int]], str] | None:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = args.path.rstrip("/")
+    if fs.exists(fs.join(path, STAGE_JSON)) and not fs.exists(fs.join(path, LEDGER)):
+        from datapipe.report.inspect_stage import inspect_stage
+
+        return inspect_stage(path, args.rows, args.chars, args.removed_by, args.json)
+    if args.json:
+        from datapipe.report.inspect_stage import inspect_json
+
+        print(json.dumps(inspect_json(path, args.rows), indent=2))
+        return 0
     if fs.exists(fs.join(path, LEDGER)):
         cache = TokenCache.open(path)
         _print_cache(cache, args.rows, args.chars, _decoder_for(cache))
@@ -109,6 +122,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from datapipe.report.html import render_report
+
+    page = render_report(args.output, train_tokens=args.train_tokens)
+    target = args.html or fs.join(args.output, "report.html")
+    fs.write_text_atomic(target, page)
+    print(f"report: {target} ({len(page) / 1e6:.1f} MB, {page.count('<img')} plots)")
+    return 0
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from datapipe.report.lineage import lineage
+
+    print("\n".join(lineage(args.path.rstrip("/"))))
+    return 0
+
+
 def cmd_classifier_train(args: argparse.Namespace) -> int:
     from datapipe.quality.train import load_recipe, train
 
@@ -130,31 +160,80 @@ def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
     return run(rest)
 
 
+def _sub(sub, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with examples."""
+    return sub.add_parser(
+        name, help=help, epilog=example, formatter_class=argparse.RawDescriptionHelpFormatter, **kw
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="datapipe", description="Reproducible LM data pipelines.")
+    ap = argparse.ArgumentParser(
+        prog="datapipe",
+        description="Reproducible LM data pipelines.",
+        epilog="example:\n  datapipe build --mixture dclm_phase3.yaml && datapipe report out/dclm_phase3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--version", action="version", version=f"datapipe {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser(
-        "inspect", help="show a token cache or a mixture output: rows, tokens, tokenizer, first rows"
+    p = _sub(
+        sub,
+        "inspect",
+        "show a mixture output, a token cache, or a stage folder's documents (kept, or removed by a rule)",
+        "examples:\n  datapipe inspect out/dclm_phase3\n  datapipe inspect out/dclm_phase3/wiki/tokenize-fd312c96 --rows 3\n"
+        "  datapipe inspect out/dclm_phase3/dolmino_dclm/filter-525fad46 --removed-by filter/gopher_short_doc\n"
+        "  datapipe inspect out/dclm_phase3 --json",
     )
-    p.add_argument(
-        "path", help="a cache folder (with shard_ledger.json) or a mixture output folder / mixture.json"
-    )
-    p.add_argument("--rows", type=int, default=3, help="rows to decode (default 3)")
+    p.add_argument("path", help="a mixture output folder / mixture.json, a cache folder, or a stage folder")
+    p.add_argument("--rows", type=int, default=3, help="rows or documents to show (default 3)")
     p.add_argument(
         "--chars", type=int, default=240, help="characters of each decoded row to show (default 240)"
     )
-    sub.add_parser(
-        "build", help="build a mixture (python -m pipelines.build_mixture; see its --help)", add_help=False
+    p.add_argument("--removed-by", metavar="RULE", help="stage folder: documents removed by this reason")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _sub(
+        sub,
+        "build",
+        "build a mixture (python -m pipelines.build_mixture; see its --help)",
+        "example:\n  datapipe build --mixture dclm_phase3.yaml --output out/dclm_phase3",
+        add_help=False,
     )
-    v = sub.add_parser(
-        "verify", help="check a token cache (or every cache of a mixture): offsets, counts, ids"
+    v = _sub(
+        sub,
+        "verify",
+        "check a token cache (or every cache of a mixture): offsets, counts, ids",
+        "examples:\n  datapipe verify out/dclm_phase3\n  datapipe verify out/dclm_phase3/wiki/tokenize-fd312c96",
     )
     v.add_argument("path", help="a cache folder or a mixture output folder / mixture.json")
-    c = sub.add_parser("classifier", help="quality classifiers: train a recipe")
+    r = _sub(
+        sub,
+        "report",
+        "write one self-contained HTML report of a build (funnels, scores, lengths, duplicates, samples)",
+        "examples:\n  datapipe report out/dclm_phase3\n  datapipe report out/dclm_phase3 --html /tmp/r.html "
+        "--train-tokens 2000000000",
+    )
+    r.add_argument("output", help="a mixture output folder (with mixture.json)")
+    r.add_argument("--html", help="where to write the report (default OUTPUT/report.html)")
+    r.add_argument("--train-tokens", type=int, help="planned training length: planned tokens and epochs")
+    lg = _sub(
+        sub,
+        "lineage",
+        "print the chain from a training run or a build to its manifest, stages and input files",
+        "examples:\n  datapipe lineage out/dclm_phase3/runs/tiny\n  datapipe lineage out/dclm_phase3",
+    )
+    lg.add_argument("path", help="a training run folder (run.json) or a mixture output folder")
+    c = _sub(
+        sub,
+        "classifier",
+        "quality classifiers: train a recipe",
+        "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
+    )
     csub = c.add_subparsers(dest="classifier_command", metavar="ACTION", required=True)
-    t = csub.add_parser(
-        "train", help="train a recipe (classifiers/NAME.yaml or a path); reuses a trained model"
+    t = _sub(
+        csub,
+        "train",
+        "train a recipe (classifiers/NAME.yaml or a path); reuses a trained model",
+        "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
     )
     t.add_argument("recipe", help="a recipe name (fixture_quality) or path")
     t.add_argument(
@@ -179,6 +258,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(cmd_verify(args))
         if args.command == "classifier":
             sys.exit(cmd_classifier_train(args))
+        if args.command == "report":
+            sys.exit(cmd_report(args))
+        if args.command == "lineage":
+            sys.exit(cmd_lineage(args))
         if args.command == "train":
             from datapipe.train.cli import cmd_train
 

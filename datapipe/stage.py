@@ -96,7 +96,8 @@ def finish_stage(
         **plan,
         "counts": total.to_dict(),
         "shards": [
-            {"index": s.index, "name": s.name, **st.to_dict()} for s, st in zip(shards, stats, strict=True)
+            {"index": s.index, "name": s.name, **st.to_dict(detail=False)}
+            for s, st in zip(shards, stats, strict=True)
         ],
         **extra,
     }
@@ -172,10 +173,15 @@ class DocumentStage:
         kept = []
         for i, doc in enumerate(self.documents(shard)):
             stats.docs_in += 1
+            stats.last_reason = None
             if self.keep(i, doc, stats):
                 stats.docs_kept += 1
                 stats.chars_out += len(doc["text"])
+                stats.observe("kept_chars", len(doc["text"]))
+                stats.sample("kept", doc)
                 kept.append(doc)
+            elif stats.last_reason is not None:
+                stats.sample(stats.last_reason, doc)
         write_records_atomic(self.part_url(shard), kept)
         return stats
 

@@ -21,11 +21,16 @@ import time
 from datapipe.config import check_inputs, load_mixture
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.io.readers import check_shard
+from datapipe.lease import OutputLease
 from datapipe.plan import SourcePlan, make_stage, plan_mixture
+from datapipe.progress import StageProgress
 from datapipe.quality.resolve import resolve_models
+from datapipe.report.collect import format_token_plan, token_plan
+from datapipe.report.lineage import write_experiment
 from datapipe.stage import read_stage_json, remove_temporaries
 from datapipe.store.cache import LEDGER
-from datapipe.store.manifest import Component, write_manifest
+from datapipe.store.manifest import Component, read_manifest, write_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
 
 log = logging.getLogger("datapipe.build")
@@ -35,6 +40,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     ap = argparse.ArgumentParser(
         prog="python -m pipelines.build_mixture",
         description=__doc__,
+        epilog="examples:\n  python -m pipelines.build_mixture --mixture dclm_phase3.yaml\n"
+        "  python -m pipelines.build_mixture --mixture my_mix.yaml --output gs://bucket/out --runner DataflowRunner "
+        "--project P --region us-central1 --temp_location gs://bucket/tmp\n"
+        "  python -m pipelines.build_mixture --mixture my_mix.yaml --dry-run",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
@@ -45,6 +54,18 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     ap.add_argument("--only", help="comma-separated source names to build (the manifest needs all of them)")
     ap.add_argument(
         "--dry-run", action="store_true", help="print the plan (which stages run, which are cached)"
+    )
+    ap.add_argument(
+        "--train-tokens",
+        type=int,
+        help="planned training length for the summary's epochs per component (default: the YAML's train_tokens)",
+    )
+    ap.add_argument(
+        "--wait-lease",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another build holds the output folder, wait this long for it (default: refuse at once)",
     )
     return ap.parse_known_args(argv)
 
@@ -67,13 +88,24 @@ def run(argv: list[str] | None = None) -> int:
     mixture = load_mixture(args.mixture, data_root=args.data_root, output=args.output)
     sources = mixture.select(only)
     files = check_inputs(mixture, sources)
+    for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
+        for url in files[src.name]:
+            check_shard(url, src.format, src.text_field)
     tokenizer = load_tokenizer(mixture.tokenizer)
     print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
-    sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
-    plans = plan_mixture(mixture, sources, files, tokenizer.identity)
-    if args.dry_run:
-        print_plan(plans, mixture.output)
-        return 0
+    with OutputLease(mixture.output, wait_s=args.wait_lease):  # one build per output folder at a time
+        sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
+        plans = plan_mixture(mixture, sources, files, tokenizer.identity)
+        if args.dry_run:
+            print_plan(plans, mixture.output)
+            return 0
+        return build(mixture, sources, plans, tokenizer, beam_args, args.train_tokens or mixture.train_tokens)
+
+
+def build(
+    mixture, sources, plans: list[SourcePlan], tokenizer, beam_args: list[str], train_tokens: int | None
+) -> int:
+    """Run every stage that is not done, then write the manifest (the caller holds the output's lease)."""
 
     from pipelines.beam_dedup import run_global
     from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
@@ -92,7 +124,8 @@ def run(argv: list[str] | None = None) -> int:
             stage = make_stage(mixture, sp, st)
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
             run_global(stage, list(st.shards), options)  # dedup stages: keys -> groups -> removal lists
-            run_stage(stage, st, options)
+            with StageProgress(label.rstrip(), st.out_dir, list(st.shards)):
+                run_stage(stage, st, options)
             counts = read_stage_json(st.out_dir)["counts"]
             extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
             print(
@@ -122,10 +155,16 @@ def run(argv: list[str] | None = None) -> int:
     extra = {"weights_unit": mixture.weights_unit, "source_mixture_file": fs.local_path(mixture.file)}
     if mixture.schedule:
         extra["schedule"] = list(mixture.schedule)
+    if mixture.train_tokens:
+        extra["train_tokens"] = mixture.train_tokens
     url = write_manifest(
         mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
     )
+    runner = options.get_all_options().get("runner") or "DirectRunner"
+    write_experiment(mixture.output, str(runner), mixture.data_root, fs.local_path(mixture.file))
     print(f"manifest: {url}")
+    print()
+    print(format_token_plan(token_plan(read_manifest(url), train_tokens), train_tokens))
     return 0
 
 

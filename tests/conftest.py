@@ -108,3 +108,11 @@ def fixture_texts() -> list[str]:
             if text.strip():
                 texts.append(text)
     return texts
+
+
+def pytest_unconfigure(config) -> None:
+    """After pytest's own summary: the reliability tally, when reliability tests ran (the line is the run's last)."""
+    from tests.reliability import TALLY, summary_line
+
+    if TALLY:
+        print(summary_line(), flush=True)

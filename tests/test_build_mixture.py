@@ -102,20 +102,6 @@ def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture)
     assert dry.stdout.count("cached") == 9 and "would run" not in dry.stdout
 
 
-def test_two_worker_processes_give_the_same_bytes(built_small, small_mixture, tmp_path):
-    out, _ = built_small
-    proc = run_build(
-        "--mixture",
-        str(small_mixture),
-        "--output",
-        str(tmp_path / "mp"),
-        "--direct_running_mode=multi_processing",
-        "--direct_num_workers=2",
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert tree_digest(tmp_path / "mp") == tree_digest(out)
-
-
 def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture, tmp_path):
     out, _ = built_small
     proc = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--only", "web")

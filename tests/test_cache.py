@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import random
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_jagged
 from datapipe.store.tensorstore_spec import kvstore, open_array
 from datapipe.store.verify import verify_cache
-from tests.conftest import CORPORA, REPO, tree_digest, write_mixture
+from tests.conftest import REPO
 
 # Levanter's JaggedArrayStore opens both arrays with exactly this metadata (chunk 262144 inside shards of
 # 134217728, blosc at clevel 5) and reads row i as data[offsets[i] : offsets[i+1]], with offsets[0] standing in
@@ -118,33 +115,3 @@ def test_reader_polling_during_consolidation_sees_only_complete_rows(tmp_path):
         t.join()
     assert [x.tolist() for x in JaggedReader(dest).rows()] == expected
     assert len(seen) >= 3 and any(0 < s < len(expected) for s in seen), seen
-
-
-KILL_MIX = """\
-name: k
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  code: {{weight: 1, format: parquet, paths: [code/*.parquet], text_field: content}}
-  prose: {{weight: 1, format: jsonl, paths: [prose/*.jsonl*, fortunes/*.jsonl.zst]}}
-"""
-
-
-def test_killed_builds_resume_to_the_same_bytes(tmp_path):
-    mix = write_mixture(tmp_path, KILL_MIX.format(root=CORPORA))
-    cmd = [sys.executable, "-m", "pipelines.build_mixture", "--mixture", str(mix), "--output"]
-    ref = tmp_path / "ref"
-    assert subprocess.run([*cmd, str(ref)], cwd=REPO, capture_output=True).returncode == 0
-    reference = tree_digest(ref)
-    rng = random.Random(7)
-    for trial in range(5):
-        out = tmp_path / f"t{trial}"
-        proc = subprocess.Popen(
-            [*cmd, str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        time.sleep(rng.uniform(1.0, 6.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        done = subprocess.run([*cmd, str(out)], cwd=REPO, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert tree_digest(out) == reference, f"trial {trial}"

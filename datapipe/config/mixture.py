@@ -30,6 +30,7 @@ class TokenizerConfig:
     add_eos: bool = True
     bos_token: str | None = None
     eos_token: str | None = None
+    sha256: str | None = None  # a pin, checked on load; not part of the stage hash (it changes no output)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +125,7 @@ class MixtureConfig:
     description: str = ""
     weights_unit: str = ""
     seq_len: int = 4096
+    train_tokens: int | None = None  # planned training length: only for the summary's epochs and warnings
     schedule: tuple = ()  # ({"step": N, "weights": {...}}, ...)
 
     def source(self, name: str) -> SourceConfig:
@@ -207,7 +209,13 @@ def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Any:
         if not model.startswith("recipe:") and not fs.has_protocol(model):
             model = fs.resolve(model, yaml_dir)
         refs.append(
-            ClassifierRef(c["name"], model, c.get("positive_label", "__label__hq"), c.get("lowercase", False))
+            ClassifierRef(
+                c["name"],
+                model,
+                c.get("positive_label", "__label__hq"),
+                c.get("lowercase", False),
+                sha256=c.get("sha256"),
+            )
         )
     sel = doc.get("select")
     if sel is None:
@@ -264,6 +272,7 @@ def load_mixture(
         add_eos=tok.get("add_eos", True),
         bos_token=tok.get("bos_token"),
         eos_token=tok.get("eos_token"),
+        sha256=tok.get("sha256"),
     )
 
     sources = []
@@ -313,6 +322,7 @@ def load_mixture(
         description=doc.get("description", ""),
         weights_unit=doc.get("weights_unit", ""),
         seq_len=doc.get("seq_len", 4096),
+        train_tokens=doc.get("train_tokens"),
         schedule=tuple(doc.get("schedule", ())),
     )
 

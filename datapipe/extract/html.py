@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
 # Marin's trafilatura presets: `default` favours recall; `fineweb` favours precision and drops repeated segments,
@@ -29,13 +29,34 @@ TRAFILATURA_PRESETS: dict[str, dict[str, bool]] = {
 }
 
 
-def decode_html(payload: bytes, declared_charset: str | None) -> str:
-    """Decode with the declared charset when it works, else resiliparse's detection; never raises on bad bytes."""
-    encoding = declared_charset or detect_encoding(payload)
+def _decode_strict(payload: bytes, encoding: str) -> str | None:
+    """The page decoded with ``encoding`` (without a BOM) if every byte fits, else None."""
     try:
-        return bytes_to_str(payload, encoding, errors="replace")
-    except LookupError:  # an unknown charset name in the HTTP header
+        return payload.decode(encoding).removeprefix("\ufeff")
+    except (UnicodeError, LookupError):
+        return None
+
+
+def decode_html(payload: bytes, declared_charset: str | None) -> str:
+    """Decode with the declared charset when the page is valid in it, else with the detected one when the page is
+    valid in that, else as before: the declared charset with resiliparse's fallbacks and replacement characters.
+
+    Declarations are often wrong (a Shift_JIS or EUC-JP page served as UTF-8): replacing what does not fit, or
+    resiliparse's fallbacks (UTF-8, then Windows-1252), would turn such a page into replacement characters or
+    mojibake, while detection reads it right. A name that is not a web charset (unknown, or a Python codec such
+    as ``idna`` or ``unicode_escape``) maps to None in the WHATWG label table and goes to detection. Never raises
+    on bad bytes or a bad name.
+    """
+    declared = map_encoding_to_html5(declared_charset, fallback_utf8=False) if declared_charset else None
+    if declared is None:
         return bytes_to_str(payload, detect_encoding(payload), errors="replace")
+    text = _decode_strict(payload, declared)
+    if text is None:
+        detected = detect_encoding(payload)
+        # a page served with an 8-bit charset has ASCII markup: a UTF-16 guess comes from bytes that look like a BOM
+        if "<".encode(detected) == b"<":
+            text = _decode_strict(payload, detected)
+    return text if text is not None else bytes_to_str(payload, declared, errors="replace")
 
 
 def html_to_text(html: str, *, main_content: bool = True, preserve_formatting: bool = True) -> str:

@@ -4,7 +4,8 @@ A pathological page (deeply nested markup, a parser bug) must not stall or kill 
 in a long-lived child process; documents are sent in batches (so the cost of crossing processes is paid per batch,
 not per page) and results come back one by one. When a result takes longer than the limit, the child is killed
 and restarted, that document is marked as timed out, and the rest of the batch goes to the new child. A child that
-dies (a crash in native code) marks its current document as failed the same way.
+dies (a crash in native code) marks its current document as failed the same way; one that died while idle (killed
+from outside) is replaced before the next batch.
 """
 
 from __future__ import annotations
@@ -71,10 +72,19 @@ class Sandbox:
         results: list[Any] = []
         pending = list(items)
         while pending:
-            if self._proc is None:
+            fresh = self._proc is None
+            if fresh:
                 self._start()
             assert self._conn is not None
-            self._conn.send(pending)
+            try:
+                self._conn.send(pending)
+            except OSError:  # the process died while idle (the OOM killer, say), or could not start
+                self._kill()
+                # a new process that cannot take a batch: fail one document rather than loop forever
+                if fresh:
+                    results.append(Failed("crash", "the extraction process did not start"))
+                    pending = pending[1:]
+                continue
             for k in range(len(pending)):
                 try:
                     ready = self._conn.poll(self.timeout_s)

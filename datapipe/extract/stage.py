@@ -81,11 +81,14 @@ class ExtractStage:
             pred = self._lid.predict(text)
             rec["metadata"]["language"] = pred.language
             rec["metadata"]["language_score"] = round(pred.score, 4)
+            stats.observe("langid/score", pred.score, "unit")
             if lid.languages and pred.language not in lid.languages:
                 stats.remove("langid/language")
+                stats.sample("langid/language", rec)
                 return False
             if pred.score < lid.min_score:
                 stats.remove("langid/score")
+                stats.sample("langid/score", rec)
                 return False
         return True
 
@@ -116,6 +119,8 @@ class ExtractStage:
         flush_html()
         for rec in docs:
             stats.chars_out += len(rec["text"])
+            stats.observe("kept_chars", len(rec["text"]))
+            stats.sample("kept", rec)
         stats.docs_kept = len(docs)
         write_records_atomic(self.part_url(shard), docs)
         return stats

@@ -2,11 +2,16 @@
 
 Part files written by stages are zstd-compressed JSONL written in one atomic put, so a reader never sees half a
 part. Reading is streaming, one line at a time.
+
+Compressed files are decoded here, step by step, rather than through ``GzipFile`` or python-zstandard's stream reader:
+on a truncated or corrupt file those return nothing, lose what they had buffered, or stop early without an error.
+Decoding step by step yields every line before the damage and then raises :class:`DamagedStream`, so a reader can
+keep those lines and count what was lost.
 """
 
 from __future__ import annotations
 
-import io
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -14,7 +19,11 @@ import fsspec
 import orjson
 import zstandard
 
+from datapipe.errors import InputError
 from datapipe.io import fs
+
+READ_CHUNK = 1 << 14  # compressed bytes decoded per step: bounds the memory of a step and what damage costs
+MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
 
 
 def compression_of(url: str) -> str | None:
@@ -25,13 +34,102 @@ def compression_of(url: str) -> str | None:
     return None
 
 
+def check_magic(url: str, head: bytes) -> None:
+    """Raise :class:`InputError` when a file named as compressed does not start like it (``head``: its first bytes)."""
+    compression = compression_of(url)
+    if compression is not None and head and not head.startswith(MAGIC[compression]):
+        raise InputError(url, f"not {compression} data, as its name says (it starts with {head[:8]!r})")
+
+
+class DamagedStream(InputError):
+    """A compressed file that ends early or holds corrupt data after its first lines.
+
+    Raised after every complete line before the damage was yielded; ``partial`` holds the start of the line the
+    damage cut short (empty when the damage fell between lines).
+    """
+
+    def __init__(self, file: str, message: str, partial: bytes) -> None:
+        super().__init__(file, message)
+        self.partial = partial
+
+
+class _Damage(Exception):
+    """Internal: the decompressed stream cannot go on (why, in words)."""
+
+
+def _decoder(compression: str):
+    if compression == "gzip":
+        return zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer around deflate data
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _decompressed(url: str, f, compression: str | None) -> Iterator[bytes]:
+    """The file's bytes, decompressed member after member (gzip) or frame after frame (zstd).
+
+    A file that does not start like its compression is an :class:`InputError` (nothing in it can be read); damage
+    after the start raises :class:`_Damage` once everything before it has been yielded.
+    """
+    if compression is None:
+        while chunk := f.read(1 << 20):
+            yield chunk
+        return
+    magic = MAGIC[compression]
+    data = f.read(READ_CHUNK)
+    if not data:
+        return  # an empty file holds no lines
+    check_magic(url, data)
+    offset = 0  # compressed bytes consumed before `data`
+    while data:
+        decoder = _decoder(compression)
+        while not decoder.eof:
+            try:
+                out = decoder.decompress(data)
+            except (zlib.error, zstandard.ZstdError) as e:
+                raise _Damage(f"corrupt {compression} data after byte {offset}: {e}") from None
+            if out:
+                yield out
+            if decoder.eof:
+                break
+            offset += len(data)
+            data = f.read(READ_CHUNK)
+            if not data:
+                raise _Damage(f"the {compression} data ends early, at byte {offset} (a truncated file?)")
+        # a member or frame ended: another may follow, after the zero padding some writers add
+        offset += len(data) - len(decoder.unused_data)
+        data = decoder.unused_data.lstrip(b"\0")
+        while len(data) < len(magic) and (more := f.read(READ_CHUNK)):
+            data = (data + more).lstrip(b"\0")
+        if data and not data.startswith(magic):
+            raise _Damage(f"unreadable data after the {compression} data that ends at byte {offset}")
+
+
 def iter_lines(url: str) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, raw_line)`` (1-based, without the newline); blank lines are skipped."""
-    with fsspec.open(url, "rb", compression=compression_of(url)) as f:
-        for n, line in enumerate(io.BufferedReader(f, buffer_size=1 << 20), start=1):
-            line = line.rstrip(b"\r\n")
-            if line.strip():
-                yield n, line
+    """Yield ``(line_number, raw_line)`` (1-based, without the newline); blank lines are skipped.
+
+    Raises :class:`DamagedStream` (after the last good line) when a compressed file is truncated or corrupt.
+    """
+    compression = compression_of(url)
+    with fsspec.open(url, "rb") as f:
+        n = 0
+        pending: list[bytes] = []  # the start of a line that continues in the next chunk
+        try:
+            for chunk in _decompressed(url, f, compression):
+                parts = chunk.split(b"\n")
+                pending.append(parts[0])
+                if len(parts) == 1:
+                    continue
+                parts[0] = b"".join(pending)
+                pending = [parts.pop()] if parts[-1] else []
+                for line in parts:
+                    n += 1
+                    line = line.rstrip(b"\r")
+                    if line.strip():
+                        yield n, line
+        except _Damage as e:
+            raise DamagedStream(url, str(e), b"".join(pending)) from None
+        line = b"".join(pending).rstrip(b"\r")
+        if line.strip():  # the last line, without a newline
+            yield n + 1, line
 
 
 def read_records(url: str) -> Iterator[dict[str, Any]]:

@@ -3,7 +3,13 @@
 Readers count their own decisions in the shard's :class:`StageStats`: every record they yield is one
 ``docs_in``; a record they drop is ``docs_in`` plus ``removed[reason]``; a WARC record that is no document at all
 (request, warcinfo, metadata, revisit) is ``skipped[reason]``. File-level problems (wrong column, unreadable file)
-raise :class:`InputError` naming the file.
+raise :class:`InputError` naming the file; :func:`check_shard` finds the cheap ones (a file that is not Parquet or
+not a WARC, or not compressed as named, a missing text column) before any work starts.
+
+Damage inside a file costs what it destroys, not the file: a compressed JSONL file cut short keeps its lines before
+the cut (``skipped["read/corrupt_region"]``, the line cut in two ``removed["read/truncated_record"]``), and an
+unreadable Parquet row group removes its rows as ``read/corrupt_row_group``. A zero-byte file of any format is an
+empty shard (``skipped["read/empty_file"]``).
 """
 
 from __future__ import annotations
@@ -14,20 +20,56 @@ from typing import Any
 
 import fsspec
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datapipe.errors import InputError
-from datapipe.io.jsonl import iter_lines
+from datapipe.io import fs
+from datapipe.io.jsonl import DamagedStream, check_magic, iter_lines
 from datapipe.io.shards import Shard
-from datapipe.io.warc import read_warc
+from datapipe.io.warc import check_start, read_warc
 from datapipe.stats import StageStats
 
 log = logging.getLogger(__name__)
 
 _SCALARS = (str, int, float, bool)
+# what pyarrow raises on a damaged Parquet file (ArrowIOError is an OSError; invalid UTF-8 in a string column
+# surfaces when the values are converted)
+_PARQUET_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError)
+
+
+def _loads_replacing(line: bytes) -> Any:
+    """The record on a line that orjson rejected, if the only fault was bytes that are not UTF-8, else None.
+
+    Such bytes (a stray Latin-1 byte, a multi-byte character cut in two) are replaced by U+FFFD, as HTML decoding
+    does, so that one bad byte does not lose a whole document.
+    """
+    try:
+        line.decode("utf-8")
+        return None  # valid UTF-8: the JSON itself is broken
+    except UnicodeDecodeError:
+        pass
+    try:
+        return orjson.loads(line.decode("utf-8", errors="replace"))
+    except orjson.JSONDecodeError:
+        return None
 
 
 def read_jsonl(
+    shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
+) -> Iterator[dict]:
+    try:
+        yield from _jsonl_records(shard, source, text_field, id_field, stats)
+    except DamagedStream as e:
+        if e.partial.strip():  # the line the damage cut in two was a document
+            stats.docs_in += 1
+            stats.bytes_in += len(e.partial)
+            stats.remove("read/truncated_record")
+        stats.skip("read/corrupt_region")
+        log.warning("%s; the rest of the file could not be read", e)
+
+
+def _jsonl_records(
     shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
 ) -> Iterator[dict]:
     for line_no, line in iter_lines(shard.url):
@@ -36,9 +78,12 @@ def read_jsonl(
         try:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError as e:
-            log.warning("%s: line %d: not valid JSON (%s); removed", shard.url, line_no, e)
-            stats.remove("read/invalid_json")
-            continue
+            rec = _loads_replacing(line)
+            if rec is None:
+                log.warning("%s: line %d: not valid JSON (%s); removed", shard.url, line_no, e)
+                stats.remove("read/invalid_json")
+                continue
+            stats.counters["read/invalid_utf8_replaced"] += 1
         if not isinstance(rec, dict):
             stats.remove("read/not_an_object")
             continue
@@ -59,37 +104,96 @@ def read_jsonl(
         yield {"id": shard.doc_id(line_no - 1), "text": text, "source": source, "metadata": meta}
 
 
+def _id_value(v: Any) -> Any:
+    """An id as the JSON part files can hold it: scalars as they are, bytes as hex, others (dates, decimals,
+    lists) as text. A Parquet id column may be of any type; bytes or a decimal would fail the write."""
+    if v is None or isinstance(v, _SCALARS):
+        return v
+    return v.hex() if isinstance(v, bytes) else str(v)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
+    """Open a Parquet file and check its text column; a file that is not Parquet, or lacks a string column named
+    ``text_field``, is an :class:`InputError` naming the file (and the field)."""
+    try:
+        pf = pq.ParquetFile(f)
+        schema = pf.schema_arrow
+    except _PARQUET_ERRORS as e:
+        raise InputError(url, f"not a readable Parquet file ({e})") from None
+    names = schema.names
+    if text_field not in names:
+        raise InputError(url, f"no column {text_field!r} (columns: {', '.join(names)})", field=text_field)
+    t = schema.field(names.index(text_field)).type
+    if not _is_text(t):
+        raise InputError(url, f"column {text_field!r} holds {t}, not strings", field=text_field)
+    return pf
+
+
 def read_parquet(
     shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
 ) -> Iterator[dict]:
     with fsspec.open(shard.url, "rb") as f:
-        pf = pq.ParquetFile(f)
-        names = pf.schema_arrow.names
-        if text_field not in names:
-            raise InputError(
-                shard.url, f"no column {text_field!r} (columns: {', '.join(names)})", field=text_field
-            )
+        pf = open_parquet(shard.url, f, text_field)
         row = 0
-        for batch in pf.iter_batches(batch_size=1024):
-            cols = batch.to_pydict()
-            texts = cols.pop(text_field)
-            for j, text in enumerate(texts):
-                stats.docs_in += 1
-                i = row + j
-                if text is None:
-                    stats.remove("read/missing_text")
-                    continue
-                stats.bytes_in += len(text)
-                meta = {k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)}
-                if id_field in cols:
-                    meta["source_id"] = cols[id_field][j]
-                yield {"id": shard.doc_id(i), "text": text, "source": source, "metadata": meta}
-            row += batch.num_rows
+        for rg in range(pf.num_row_groups):
+            done = 0
+            try:
+                for batch in pf.iter_batches(batch_size=1024, row_groups=[rg]):
+                    cols = batch.to_pydict()
+                    texts = cols.pop(text_field)
+                    for j, text in enumerate(texts):
+                        stats.docs_in += 1
+                        i = row + done + j
+                        if text is None:
+                            stats.remove("read/missing_text")
+                            continue
+                        stats.bytes_in += len(text)
+                        meta = {
+                            k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)
+                        }
+                        if id_field in cols:
+                            meta["source_id"] = _id_value(cols[id_field][j])
+                        yield {"id": shard.doc_id(i), "text": text, "source": source, "metadata": meta}
+                    done += batch.num_rows
+            except _PARQUET_ERRORS as e:
+                log.warning("%s: row group %d cannot be read (%s); its rows are removed", shard.url, rg, e)
+            # rows the footer promises but the row group did not give (it failed part-way) are documents lost
+            lost = max(0, pf.metadata.row_group(rg).num_rows - done)
+            stats.docs_in += lost
+            if lost:
+                stats.remove("read/corrupt_row_group", lost)
+            row += done + lost
+
+
+def check_shard(url: str, fmt: str, text_field: str) -> None:
+    """Raise :class:`InputError` when a file cannot be read as ``fmt`` at all, from a cheap look at its start (or,
+    for Parquet, its footer). Run on every input before any stage starts, such a file stops the build with one line
+    naming it, instead of failing a worker part-way through a pipeline. Damage further into a file is left to the
+    readers, which count what it costs."""
+    if fs.size(url) == 0:
+        return  # an empty shard
+    with fsspec.open(url, "rb") as f:
+        if fmt == "parquet":
+            open_parquet(url, f, text_field)
+        elif fmt == "jsonl":
+            check_magic(url, f.read(8))
+        elif fmt == "warc":
+            check_start(url, f.read(1 << 16))
 
 
 def read_shard(
     shard: Shard, source: str, fmt: str, text_field: str, id_field: str, stats: StageStats
 ) -> Iterator[dict]:
+    if fs.size(shard.url) == 0:  # no records, whatever the format (pyarrow would call it not Parquet)
+        log.warning("%s: empty file", shard.url)
+        stats.skip("read/empty_file")
+        return iter(())
     if fmt == "jsonl":
         return read_jsonl(shard, source, text_field, id_field, stats)
     if fmt == "parquet":

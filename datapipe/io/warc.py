@@ -14,17 +14,27 @@ the declared charset) and WET ``conversion`` records (as ``text``); only these a
 other record is counted under ``skipped``: ``warc/<type>`` for other record types, ``warc/not_html`` and
 ``warc/http_not_ok`` for responses that hold no page. A response cut short counts as a document removed as
 ``read/truncated_record``.
+
+Crawlers store the body as the server sent it, so a page may still carry its HTTP ``Content-Encoding`` (gzip,
+deflate, br, zstd): it is decoded here, since its compressed bytes would otherwise be "extracted" as text. A
+compressed body that cannot be decoded (corrupt, cut short by the server) removes the document as
+``read/bad_content_encoding``.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import zlib
 from collections.abc import Iterator
 from typing import IO
 
 import fsspec
+import zstandard
+from fastwarc.stream_io import BrotliReader
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+from datapipe.errors import InputError
 from datapipe.io.shards import Shard
 from datapipe.stats import StageStats
 
@@ -44,6 +54,21 @@ def _kind(head: bytes) -> str:
     return "plain"
 
 
+def check_start(url: str, head: bytes) -> None:
+    """Raise :class:`InputError` unless ``head``, a file's first bytes, starts like a WARC file: a ``WARC/1.x``
+    line, plain or in a gzip member (LZ4 frames are not looked into). Damage further on is the reader's to count."""
+    data, kind = head, _kind(head)
+    if kind == "lz4":
+        return
+    if kind == "gzip":
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(head, 64)
+        except zlib.error:
+            data = b""
+    if not data.lstrip(b"\r\n").startswith(b"WARC/"):
+        raise InputError(url, f"not a WARC file: it does not start with a WARC record ({data[:20]!r})")
+
+
 def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
     """Offset of the next plausible record start at or after ``pos``, or None at the end of the file."""
     pattern = {"gzip": GZIP_MAGIC, "lz4": LZ4_MAGIC, "plain": b"\nWARC/1."}[kind]
@@ -61,6 +86,36 @@ def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
             return base - len(carry) + i + shift
         carry = buf[-(len(pattern) - 1) :]
         base += len(chunk)
+
+
+def _undo_coding(body: bytes, coding: str) -> bytes:
+    if coding in ("gzip", "x-gzip"):
+        return zlib.decompress(body, wbits=47)  # 47: a gzip or zlib header, whichever is there
+    if coding == "deflate":  # zlib-wrapped by the standard, raw deflate from some servers
+        return zlib.decompress(body, wbits=47 if body[:1] == b"\x78" else -15)
+    if coding == "br":
+        return BrotliReader(io.BytesIO(body)).read()
+    if coding == "zstd":
+        decoder = zstandard.ZstdDecompressor().decompressobj()
+        out = decoder.decompress(body)
+        if not decoder.eof:
+            raise zstandard.ZstdError("the zstd frame ends early")
+        return out
+    return body  # "identity", or a name no server should send ("utf-8", "none"): the body is what it is
+
+
+def _decode_content(body: bytes, content_encoding: str | None) -> bytes | None:
+    """The body without its HTTP content codings (undone last first), or None when its compressed data is corrupt.
+
+    A body that does not decode but starts with markup was stored decoded under the original header (some crawlers
+    do that): it is used as it is."""
+    for coding in reversed([c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]):
+        try:
+            body = _undo_coding(body, coding)
+        except (zlib.error, zstandard.ZstdError, OSError):
+            if body.lstrip()[:1] != b"<":
+                return None
+    return body
 
 
 def _meta(record) -> dict:
@@ -142,7 +197,10 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
             return None
         i, index = index, index + 1
         stats.docs_in += 1
-        payload = record.reader.read()
+        payload = _decode_content(record.reader.read(), record.http_headers.get("Content-Encoding"))
+        if payload is None:
+            stats.remove("read/bad_content_encoding")
+            return None
         meta = _meta(record)
         meta["content_type"] = ctype
         return {

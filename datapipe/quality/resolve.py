@@ -8,11 +8,26 @@ model by the recipe's hash). Every model file is checked to be a fastText model 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.quality.model import check_model
 from datapipe.quality.train import load_recipe, recipe_hash, train
+
+
+def check_pinned(url: str, expected: str, field: str) -> None:
+    """Refuse a model file whose sha256 is not the one the mixture pins (a silently swapped model would change
+    every score without a trace)."""
+    if not fs.exists(url):
+        raise DatapipeError(f"{url}: model file not found ({field} pins it)")
+    h = hashlib.sha256()
+    with fs.fsspec_open(url, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    if h.hexdigest() != expected:
+        raise DatapipeError(f"{url}: sha256 {h.hexdigest()} does not match {field} = {expected}")
 
 
 def resolve_models(
@@ -43,6 +58,11 @@ def resolve_models(
                     lowercase=recipe.lowercase,
                     identity=identity,
                 )
+            elif ref.sha256:
+                check_pinned(
+                    ref.model, ref.sha256, f"sources.{src.name}.quality.classifiers.{ref.name}.sha256"
+                )
+                ref = dataclasses.replace(ref, identity=f"sha256:{ref.sha256}")
             else:
                 ref = dataclasses.replace(
                     ref, identity=f"size:{fs.size(ref.model) if fs.exists(ref.model) else 0}"

@@ -29,7 +29,8 @@ class ClassifierRef:
     model: str  # a path/URL, or "recipe:NAME" until build_mixture resolves it
     positive_label: str = "__label__hq"
     lowercase: bool = False
-    identity: str = ""  # the recipe hash or the file size: part of the stage hash
+    identity: str = ""  # the recipe hash, the pinned sha256 or the file size: part of the stage hash
+    sha256: str | None = None  # a pin on the model file, checked before any work
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,8 @@ class QualityStage(TwoPhaseStage):
                 yield doc
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        for name, score in doc["metadata"]["quality"].items():
+            stats.observe(f"quality/{name}", score, "unit")
         if self._cut is None:
             return True
         score = doc["metadata"]["quality"][self.config.select_classifier]

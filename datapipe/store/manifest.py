@@ -6,6 +6,7 @@ moved or copied to a bucket whole.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 from datapipe.config.schema import validate
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.store.cache import TokenCache
+from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.tokenize.tokenizer import TokenizerIdentity
 
 MANIFEST = "mixture.json"
@@ -82,4 +83,12 @@ def open_component(manifest_url: str, doc: dict[str, Any], name: str) -> TokenCa
         raise DatapipeError(f"{manifest_url}: no component {name!r}")
     base = os.path.dirname(manifest_url) if manifest_url.endswith(".json") else manifest_url
     cache_url = comp["cache"] if fs.has_protocol(comp["cache"]) else fs.join(base, comp["cache"])
+    ledger_url = fs.join(cache_url, LEDGER)
+    if fs.exists(ledger_url):
+        actual = hashlib.sha256(fs.read_bytes(ledger_url)).hexdigest()
+        if actual != comp["ledger_sha256"]:
+            raise DatapipeError(
+                f"{ledger_url}: sha256 {actual[:12]}... differs from the manifest's ledger_sha256 "
+                f"{comp['ledger_sha256'][:12]}... for {name!r}: the cache changed after {manifest_url} was written"
+            )
     return TokenCache.open(cache_url, expect_tokenizer=TokenizerIdentity.from_dict(doc["tokenizer"]))

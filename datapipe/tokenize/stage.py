@@ -62,6 +62,7 @@ class TokenizeStage:
             for ids in self.tokenizer.encode_arrays(batch):
                 rows.append(ids)
                 stats.tokens += len(ids)
+                stats.observe("tokens_per_doc", len(ids))
             batch.clear()
 
         for doc in read_records(fs.join(self.input_dir, f"{shard.part}.jsonl.zst")):

@@ -187,6 +187,11 @@ def load_tokenizer(cfg: TokenizerConfig) -> LoadedTokenizer:
         raise DatapipeError(
             f"tokenizer {cfg.path}: add_bos is set but no BOS token was found; set tokenizer.bos_token"
         )
+    digest = hashlib.sha256(serialized.encode("utf-8")).hexdigest()
+    if cfg.sha256 and digest != cfg.sha256:
+        raise DatapipeError(
+            f"tokenizer {cfg.path}: sha256 {digest} does not match tokenizer.sha256 = {cfg.sha256} in the mixture"
+        )
     if cfg.add_eos and eos_id is None:
         raise DatapipeError(
             f"tokenizer {cfg.path}: add_eos is set but no EOS token was found; set tokenizer.eos_token"
@@ -196,7 +201,7 @@ def load_tokenizer(cfg: TokenizerConfig) -> LoadedTokenizer:
         if not fs.is_local(cfg.path) or cfg.path.startswith(("builtin:", "hf:"))
         else os.path.basename(cfg.path.rstrip("/")),
         vocab_size=tok.get_vocab_size(with_added_tokens=True),
-        sha256=hashlib.sha256(serialized.encode("utf-8")).hexdigest(),
+        sha256=digest,
         add_bos=cfg.add_bos,
         add_eos=cfg.add_eos,
         bos_id=bos_id,

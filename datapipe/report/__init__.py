@@ -1,0 +1,1 @@
+"""Reports on finished builds: stage chains, token plans, the HTML report, lineage."""

@@ -1,0 +1,127 @@
+"""What a build did, read back from its output folder: each component's chain of stages (from the cache back to
+the input files), and the mixture's planned versus available tokens.
+
+A stage's ``stage.json`` names its inputs: the hash of the stage before it, or, for the first stage, the input
+files (name under the data root, size). Following those from each component's cache gives the exact chain that
+made it, even when older versions of a stage sit beside it in the same folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.errors import DatapipeError
+from datapipe.io import fs
+from datapipe.stage import STAGE_JSON
+from datapipe.store.manifest import MANIFEST, read_manifest
+
+REPEAT_WARNING = 4.0  # epochs over a component beyond which a warning is printed
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    source: str
+    stage: str
+    dirname: str
+    url: str
+    doc: dict[str, Any]
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        return self.doc["counts"]
+
+
+def manifest_url_of(path: str) -> str:
+    return path if path.endswith(".json") else fs.join(path, MANIFEST)
+
+
+def _stage_dirs(source_dir: str) -> dict[str, str]:
+    """hash[:8] -> folder, for every committed stage folder of a source."""
+    out = {}
+    if not fs.exists(source_dir):
+        return out
+    root = fs.local_path(source_dir) if fs.is_local(source_dir) else None
+    names = (
+        os.listdir(root)
+        if root
+        else [p.rstrip("/").split("/")[-1] for p in fs.glob(fs.join(source_dir, "*"))]
+    )
+    for name in sorted(names):
+        if "-" in name and fs.exists(fs.join(source_dir, name, "_SUCCESS")):
+            out[name.rsplit("-", 1)[1]] = name
+    return out
+
+
+def source_chain(output: str, source: str, cache_dir: str) -> list[StageRecord]:
+    """The stages that made ``cache_dir`` (``source/tokenize-xxxx``), first stage first."""
+    source_dir = fs.join(output, source)
+    by_hash = _stage_dirs(source_dir)
+    chain: list[StageRecord] = []
+    name = cache_dir.rstrip("/").split("/")[-1]
+    while True:
+        url = fs.join(source_dir, name)
+        doc = json.loads(fs.read_text(fs.join(url, STAGE_JSON)))
+        chain.append(StageRecord(source, doc["stage"], name, url, doc))
+        inputs = doc.get("inputs", [])
+        if not inputs or isinstance(inputs[0], dict):  # raw input files: the chain starts here
+            break
+        prev = by_hash.get(str(inputs[0])[:8])
+        if prev is None:
+            raise DatapipeError(f"{url}: its input stage {str(inputs[0])[:8]} is not in {source_dir}")
+        name = prev
+    return chain[::-1]
+
+
+def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageRecord]]]:
+    """(manifest, {component: its stage chain}) of a finished build."""
+    url = manifest_url_of(output)
+    if not fs.exists(url):
+        raise DatapipeError(f"{output}: no {MANIFEST} (a build with --only writes none; build every source)")
+    manifest = read_manifest(url)
+    base = os.path.dirname(url)
+    chains = {}
+    for comp in manifest["components"]:
+        parts = comp["cache"].rstrip("/").split("/")
+        chains[comp["name"]] = source_chain(base, parts[-2], comp["cache"])
+    return manifest, chains
+
+
+def token_plan(manifest: dict[str, Any], train_tokens: int | None) -> list[dict[str, Any]]:
+    """Per component: tokens available, its share of the mixture, and (given a training length) the tokens its
+    weight asks for and the epochs that implies."""
+    rows = []
+    for comp in manifest["components"]:
+        share = float(comp["normalized_weight"])
+        row: dict[str, Any] = {
+            "name": comp["name"],
+            "weight": comp["weight"],
+            "share": share,
+            "tokens": comp["tokens"],
+        }
+        if train_tokens:
+            wanted = share * train_tokens
+            row["planned_tokens"] = int(round(wanted))
+            row["epochs"] = wanted / comp["tokens"] if comp["tokens"] else float("inf")
+            row["warning"] = row["epochs"] > REPEAT_WARNING
+        rows.append(row)
+    return rows
+
+
+def format_token_plan(rows: list[dict[str, Any]], train_tokens: int | None) -> str:
+    head = f"{'component':<18} {'share':>7} {'tokens':>14}"
+    if train_tokens:
+        head += f" {'planned':>14} {'epochs':>8}"
+    lines = [head]
+    for r in rows:
+        line = f"{r['name']:<18} {r['share']:>7.2%} {r['tokens']:>14,}"
+        if train_tokens:
+            line += f" {r['planned_tokens']:>14,} {r['epochs']:>8.2f}"
+            if r["warning"]:
+                line += f"  warning: repeats {r['epochs']:.1f}x (> {REPEAT_WARNING:g})"
+        lines.append(line)
+    if train_tokens:
+        lines.insert(0, f"mixture at {train_tokens:,} training tokens:")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""``datapipe report``: one self-contained HTML file (plots embedded) about a finished build.
+
+Sections: the mixture (planned vs. available tokens), the removal funnel per source, score distributions with
+their cut-offs, length distributions, duplicate component sizes, and a sample of kept and removed documents per
+reason (text shortened and escaped). Nothing to serve: open the file.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from datapipe import __version__
+from datapipe.report import plots
+from datapipe.report.collect import StageRecord, mixture_chains, token_plan
+
+SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "samples")
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .6em; border-bottom: 1px solid #eee; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; } .warn { color: #b00; }
+img.plot { display: block; margin: .6em 0; max-width: 100%; }
+pre.doc { white-space: pre-wrap; background: #f7f7f7; padding: .5em; font-size: .85em; max-height: 12em; overflow: auto; }
+"""
+# After load, count the plots the browser decoded: tests (and curious readers) see it as body[data-plots-rendered].
+_SCRIPT = """
+window.addEventListener('load', () => {
+  const imgs = [...document.querySelectorAll('img.plot')];
+  document.body.dataset.plotsRendered = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.plots = imgs.length;
+});
+"""
+
+
+def _img(b64: str, alt: str) -> str:
+    return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def _cutoff(record: StageRecord, classifier: str) -> float | None:
+    select = record.doc.get("config", {}).get("select") or {}
+    if select.get("classifier") != classifier:
+        return None
+    if "quality" in record.doc and "cutoff" in record.doc["quality"]:
+        return float(record.doc["quality"]["cutoff"][0])
+    return select.get("threshold")
+
+
+def _mixture(manifest: dict[str, Any], train_tokens: int | None) -> str:
+    rows = token_plan(manifest, train_tokens)
+    head = "<tr><th>component</th><th>weight</th><th>share</th><th>tokens</th>"
+    head += "<th>planned</th><th>epochs</th></tr>" if train_tokens else "</tr>"
+    body = []
+    for r in rows:
+        cells = f"<td>{html.escape(r['name'])}</td><td class=n>{r['weight']:g}</td><td class=n>{r['share']:.2%}</td>"
+        cells += f"<td class=n>{r['tokens']:,}</td>"
+        if train_tokens:
+            cls = ' class="n warn"' if r["warning"] else " class=n"
+            cells += f"<td class=n>{r['planned_tokens']:,}</td><td{cls}>{r['epochs']:.2f}</td>"
+        body.append(f"<tr>{cells}</tr>")
+    note = (
+        f"<p>At {train_tokens:,} training tokens; red: a component repeated more than 4 times.</p>"
+        if train_tokens
+        else "<p>Give <code>--train-tokens N</code> to see planned tokens and epochs.</p>"
+    )
+    return f"<table>{head}{''.join(body)}</table>{note}" + _img(
+        plots.planned_vs_available(rows, train_tokens), "planned vs available tokens"
+    )
+
+
+def _funnel(chains: dict[str, list[StageRecord]]) -> str:
+    out = []
+    for source, chain in chains.items():
+        rows = "".join(
+            f"<tr><td>{r.stage}</td><td class=n>{r.counts['docs_in']:,}</td><td class=n>{r.counts['docs_kept']:,}</td>"
+            f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['removed'].items())) or '-')}</td>"
+            f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['skipped'].items())) or '-')}</td></tr>"
+            for r in chain
+        )
+        out.append(
+            f"<h3>{html.escape(source)}</h3><table><tr><th>stage</th><th>in</th><th>kept</th><th>removed by reason</th>"
+            f"<th>skipped (not documents)</th></tr>{rows}</table>"
+            + _img(plots.funnel(source, chain), f"{source} funnel")
+        )
+    return "".join(out)
+
+
+def _scores(chains: dict[str, list[StageRecord]]) -> str:
+    out = []
+    for source, chain in chains.items():
+        for r in chain:
+            for name, hist in sorted(r.counts.get("hists", {}).items()):
+                if hist["kind"] != "unit":
+                    continue
+                classifier = name.split("/", 1)[1] if name.startswith("quality/") else None
+                cut = _cutoff(r, classifier) if classifier else None
+                if name == "langid/score":
+                    cut = (r.doc.get("config", {}).get("langid") or {}).get("min_score")
+                title = f"{source} / {r.stage}: {name}" + (f" (cut-off {cut:.4g})" if cut is not None else "")
+                out.append(_img(plots.histogram(title, hist, "score", cut), title))
+    return "".join(out) or "<p>No scores in this build (no language ID or quality stage).</p>"
+
+
+def _lengths(chains: dict[str, list[StageRecord]]) -> str:
+    """Per source: characters of the documents that reach tokenization, and their tokens."""
+    out = []
+    for source, chain in chains.items():
+        text_stage = chain[-2] if len(chain) > 1 else chain[-1]
+        hist = text_stage.counts.get("hists", {}).get("kept_chars")
+        if hist:
+            title = f"{source}: characters per kept document (after {text_stage.stage})"
+            out.append(_img(plots.histogram(title, hist, "characters"), title))
+        hist = chain[-1].counts.get("hists", {}).get("tokens_per_doc")
+        if hist:
+            title = f"{source}: tokens per document"
+            out.append(_img(plots.histogram(title, hist, "tokens"), title))
+    return "".join(out) or "<p>No length statistics (a build older than this datapipe version).</p>"
+
+
+def _duplicates(chains: dict[str, list[StageRecord]]) -> str:
+    out = []
+    for source, chain in chains.items():
+        for r in chain:
+            dedup = r.doc.get("dedup") or {}
+            hist = dedup.get("component_size_histogram")
+            if hist:
+                title = f"{source} / {r.dirname}: duplicate component sizes ({dedup.get('components', 0)} components)"
+                out.append(_img(plots.counts_bar(title, hist, "component size"), title))
+    return "".join(out) or "<p>No deduplication in this build.</p>"
+
+
+def _samples(chains: dict[str, list[StageRecord]], chars: int) -> str:
+    out = []
+    for source, chain in chains.items():
+        for r in chain:
+            for outcome, docs in sorted(r.counts.get("samples", {}).items()):
+                if outcome == "kept" and r is not chain[-1]:
+                    continue  # kept documents: once per source, at its last stage
+                items = "".join(
+                    f"<p><b>{html.escape(d['id'])}</b> {html.escape(d.get('url', ''))} ({d['chars']:,} chars)</p>"
+                    f"<pre class=doc>{html.escape(d['text'][:chars])}</pre>"
+                    for d in docs
+                )
+                out.append(f"<h3>{html.escape(source)} / {r.stage}: {html.escape(outcome)}</h3>{items}")
+    return "".join(out)
+
+
+def render_report(output: str, train_tokens: int | None = None, sample_chars: int = 400) -> str:
+    manifest, chains = mixture_chains(output)
+    train_tokens = train_tokens or manifest.get("train_tokens")
+    body = {
+        "mixture": _mixture(manifest, train_tokens),
+        "funnel": _funnel(chains),
+        "scores": _scores(chains),
+        "lengths": _lengths(chains),
+        "duplicates": _duplicates(chains),
+        "samples": _samples(chains, sample_chars),
+    }
+    titles = {
+        "mixture": "Mixture: planned vs. available tokens",
+        "funnel": "Removal funnel per source",
+        "scores": "Score distributions (cut-offs dashed)",
+        "lengths": "Document lengths",
+        "duplicates": "Duplicate component sizes",
+        "samples": "Sample documents: kept, and removed by reason",
+    }
+    parts = [f'<section id="{k}"><h2>{titles[k]}</h2>{body[k]}</section>' for k in SECTIONS]
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>datapipe report: {html.escape(manifest['name'])}"
+        f"</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>"
+        f"<h1>datapipe report: {html.escape(manifest['name'])}</h1>"
+        f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(chains)} components</p>"
+        + "".join(parts)
+        + "</body></html>"
+    )

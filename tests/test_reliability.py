@@ -1,0 +1,303 @@
+"""Killed runs, concurrent runs, determinism of every stage, and input safety (issue 9). Bad inputs and fuzzing
+are in test_bad_inputs.py and test_fuzz.py; all are ``-m reliability`` and part of ``make test``."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPORA, REPO, tree_digest, write_mixture
+from tests.reliability import tally
+
+pytestmark = pytest.mark.reliability
+
+KILL_MIX = """\
+name: kills
+data_root: {root}
+seed: 3
+tokenizer: {{path: builtin:gpt2}}
+sources:
+  web:
+    weight: 2
+    format: warc
+    paths: [crawl/docs-00000.warc.gz]
+    langid: {{languages: [en], min_score: 0.5}}
+    filters: {{preset: refinedweb}}
+    dedup: {{exact: true, minhash: {{preset: fineweb}}, paragraphs: {{min_chars: 50}}}}
+  prose:
+    weight: 1
+    format: jsonl
+    paths: [fortunes/fortunes-en.jsonl.zst, handbook/translations-00000.jsonl.zst]
+    dedup: {{exact: true, minhash: {{preset: fineweb}}}}
+  code:
+    weight: 1
+    format: parquet
+    paths: [code/stdlib-00000.parquet]
+    text_field: content
+"""
+
+
+def _build_cmd(mix: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pipelines.build_mixture",
+        "--mixture",
+        str(mix),
+        "--output",
+        str(out),
+        *extra,
+    ]
+
+
+def stage_digests(out: Path) -> dict[str, dict[str, str]]:
+    """Per stage folder (``source/stage-hash``), the digest of every file in it; plus the manifest."""
+    digest = tree_digest(out)
+    stages: dict[str, dict[str, str]] = {}
+    for path, h in digest.items():
+        parts = path.split("/")
+        key = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+        stages.setdefault(key, {})[path] = h
+    return stages
+
+
+@pytest.fixture(scope="module")
+def kill_mix(tmp_path_factory) -> tuple[Path, Path, float]:
+    """The kill mixture, its uninterrupted build, and how long that took."""
+    folder = tmp_path_factory.mktemp("kills")
+    mix = write_mixture(folder, KILL_MIX.format(root=CORPORA))
+    t0 = time.perf_counter()
+    proc = subprocess.run(_build_cmd(mix, folder / "ref"), cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return mix, folder / "ref", time.perf_counter() - t0
+
+
+def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
+    """SIGKILL at moments spread over the whole build (every stage, global dedup phases, the cache's
+    consolidation, the manifest), then a plain rerun: byte-identical to the uninterrupted build. Two trials run
+    side by side (one per core), each in its own output folder."""
+    mix, ref, seconds = kill_mix
+    reference = tree_digest(ref)
+    rng = random.Random(11)
+    trials = 10
+    # one moment in each tenth of the build; two builds side by side run ~1.6x slower than the reference alone
+    moments = [1.6 * (t + rng.random()) / trials * seconds for t in range(trials)]
+    stages_hit = set()
+    for pair in range(0, trials, 2):
+        outs = [tmp_path / f"t{t}" for t in (pair, pair + 1)]
+        procs = [
+            subprocess.Popen(
+                _build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+            for out in outs
+        ]
+        t0 = time.perf_counter()
+        for proc, at in zip(procs, moments[pair : pair + 2], strict=True):
+            time.sleep(max(0.0, at - (time.perf_counter() - t0)))
+            proc.send_signal(signal.SIGKILL)
+        for proc in procs:
+            stages_hit.add(proc.communicate()[0].decode().count(" ran in "))
+        reruns = [
+            subprocess.Popen(
+                _build_cmd(mix, out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            for out in outs
+        ]
+        for t, (out, proc) in enumerate(zip(outs, reruns, strict=True), start=pair):
+            err = proc.communicate()[1].decode()
+            assert proc.returncode == 0, f"trial {t} (killed at {moments[t]:.1f}s): {err[-2000:]}"
+            assert tree_digest(out) == reference, f"trial {t} (killed at {moments[t]:.1f}s)"
+            shutil.rmtree(out)
+            tally("kills")
+    print(f"kills landed after {sorted(stages_hit)} completed stages")
+    assert len(stages_hit) >= 4, f"kills landed after too few distinct stages: {sorted(stages_hit)}"
+
+
+def test_determinism_of_every_stage(kill_mix, tmp_path):
+    """1 vs 2 DirectRunner workers, and two separate runs: every stage folder hashes the same."""
+    mix, ref, _ = kill_mix
+    two = tmp_path / "two_workers"
+    workers = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    proc = subprocess.run(_build_cmd(mix, two, *workers), cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    again = tmp_path / "again"
+    proc = subprocess.run(_build_cmd(mix, again), cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reference = stage_digests(ref)
+    stages = [key for key in reference if "/" in key]  # stage folders (the manifest is checked too)
+    assert len(stages) == 10  # web: 5, prose: 3, code: 2
+    for other in (two, again):
+        digests = stage_digests(other)
+        assert sorted(digests) == sorted(reference)
+        for key in reference:
+            assert digests[key] == reference[key], f"{key} differs between {ref.name} and {other.name}"
+    tally("stages_identical", len(stages))
+
+
+def test_a_second_build_on_the_same_output_refuses_or_waits(kill_mix, tmp_path):
+    mix, _, _ = kill_mix
+    out = tmp_path / "out"
+    first = subprocess.Popen(
+        _build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lease = out / "_LEASE.json"
+    deadline = time.time() + 60
+    while not lease.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert lease.exists()
+    holder = json.loads(lease.read_text())
+    second = subprocess.run(_build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+    assert second.returncode == 2
+    assert second.stderr.count("\n") == 1 and "another build is writing here" in second.stderr
+    assert f"pid {holder['pid']}" in second.stderr and "Traceback" not in second.stderr
+    waiting = subprocess.run(
+        _build_cmd(mix, out, "--wait-lease", "120"), cwd=REPO, capture_output=True, text=True
+    )
+    assert first.wait() == 0
+    assert waiting.returncode == 0, waiting.stderr[-2000:]
+    assert "waiting for another build" in waiting.stdout and " ran in " not in waiting.stdout  # all cached
+    assert not lease.exists()
+    # a lease left by a dead build (no heartbeat for longer than its TTL) is taken over
+    lease.write_text(
+        json.dumps({"host": "elsewhere", "pid": 1, "run_id": "x", "heartbeat": time.time() - 3600})
+    )
+    proc = subprocess.run(_build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0 and "taking over a stale lease" in proc.stderr
+    assert not lease.exists()
+
+
+TRAIN = [
+    "--model",
+    "tiny",
+    "--steps",
+    "12",
+    "--devices",
+    "2",
+    "--peak-tflops",
+    "1",
+    "seq_len=64",
+    "global_batch=4",
+    "checkpoint.every=2",
+    "checkpoint.keep_last=3",
+    "checkpoint.async_save=false",
+]
+
+
+def _losses(run: Path) -> dict[int, float]:
+    return {r["step"]: r["loss"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
+
+
+def test_train_killed_during_a_checkpoint_write_resumes_from_the_last_complete_one(built_small, tmp_path):
+    manifest = str(built_small[0] / "mixture.json")
+    cmd = [sys.executable, "-m", "datapipe.cli", "train", "--mixture", manifest, *TRAIN]
+    ref = subprocess.run([*cmd, "--run-dir", str(tmp_path / "ref")], cwd=REPO, capture_output=True, text=True)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*cmd, "--run-dir", str(run)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    ckpts = run / "checkpoints"
+    killed_during = None
+    deadline = time.time() + 180
+    while proc.poll() is None and time.time() < deadline:  # kill as soon as a save is in flight after step 4
+        if ckpts.is_dir():
+            tmp = [p.name for p in ckpts.iterdir() if "tmp" in p.name]
+            done = [int(p.name) for p in ckpts.iterdir() if p.name.isdigit()]
+            if tmp and done and max(done) >= 4:
+                proc.send_signal(signal.SIGKILL)
+                killed_during = tmp[0]
+                break
+        time.sleep(0.002)
+    proc.wait()
+    if killed_during is None:
+        pytest.fail("never caught a checkpoint write in flight")
+    complete = sorted(int(p.name) for p in ckpts.iterdir() if p.name.isdigit())
+    again = subprocess.run([*cmd, "--run-dir", str(run)], cwd=REPO, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"resumed from checkpoint {complete[-1]}" in again.stdout
+    assert _losses(run) == _losses(tmp_path / "ref")  # bit for bit, every step
+    tally("kills")
+
+
+def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
+    from datapipe.config import load_mixture
+    from datapipe.errors import ConfigError
+
+    base = "data_root: {root}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  {src}: {{weight: 1, format: jsonl, paths: [fortunes/fortunes-en.jsonl.zst]}}\n"
+    bad = write_mixture(tmp_path, "name: ok\n" + base.format(root=CORPORA, src="'../../etc'"))
+    with pytest.raises(ConfigError, match="invalid name '../../etc'"):
+        load_mixture(str(bad))
+    dots = write_mixture(tmp_path, "name: '..'\n" + base.format(root=CORPORA, src="web"), "dots.yaml")
+    with pytest.raises(ConfigError, match="name"):
+        load_mixture(str(dots))
+    marker = tmp_path / "executed"
+    evil = write_mixture(
+        tmp_path,
+        f"name: !!python/object/apply:os.system ['touch {marker}']\n" + base.format(root=CORPORA, src="web"),
+        "evil.yaml",
+    )
+    with pytest.raises(ConfigError):
+        load_mixture(str(evil))
+    assert not marker.exists()
+    # no code path loads pickles or evaluates input
+    offenders = []
+    for path in list((REPO / "datapipe").rglob("*.py")) + list((REPO / "pipelines").rglob("*.py")):
+        text = path.read_text()
+        for needle in (
+            "pickle.load",
+            "allow_pickle=True",
+            "eval(",
+            "exec(",
+            "yaml.load(",
+            "yaml.unsafe_load",
+        ):
+            if needle in text and not (needle == "yaml.load(" and "Loader=_Loader" in text):
+                offenders.append(f"{path.relative_to(REPO)}: {needle}")
+    assert not offenders
+
+
+def test_pinned_hashes_are_checked(built_small, tmp_path):
+    import hashlib
+
+    from datapipe.config import TokenizerConfig
+    from datapipe.errors import DatapipeError
+    from datapipe.store.manifest import open_component, read_manifest
+    from datapipe.tokenize.tokenizer import load_tokenizer
+
+    ident = load_tokenizer(TokenizerConfig("builtin:gpt2")).identity
+    assert load_tokenizer(TokenizerConfig("builtin:gpt2", sha256=ident.sha256)).identity == ident
+    with pytest.raises(DatapipeError, match="sha256"):
+        load_tokenizer(TokenizerConfig("builtin:gpt2", sha256="0" * 64))
+    # a cache whose ledger changed after the manifest was written is refused
+    out = tmp_path / "copy"
+    shutil.copytree(built_small[0], out)
+    manifest = str(out / "mixture.json")
+    doc = read_manifest(manifest)
+    name = doc["components"][0]["name"]
+    ledger = out / doc["components"][0]["cache"] / "shard_ledger.json"
+    assert hashlib.sha256(ledger.read_bytes()).hexdigest() == doc["components"][0]["ledger_sha256"]
+    open_component(manifest, doc, name)
+    ledger.write_text(ledger.read_text().replace('"is_finished": true', '"is_finished": true '))
+    with pytest.raises(DatapipeError, match="ledger_sha256"):
+        open_component(manifest, doc, name)
+    # a classifier model pinned by hash
+    model = REPO / "tests" / "fixtures" / "corpora" / "PROVENANCE.json"  # any file: the hash is checked first
+    from datapipe.quality.resolve import check_pinned
+
+    check_pinned(
+        str(model),
+        hashlib.sha256(model.read_bytes()).hexdigest(),
+        "sources.web.quality.classifiers[0].sha256",
+    )
+    with pytest.raises(DatapipeError, match=r"classifiers\[0\].sha256"):
+        check_pinned(str(model), "1" * 64, "sources.web.quality.classifiers[0].sha256")
+    assert os.path.exists(model)
