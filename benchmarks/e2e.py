@@ -300,21 +300,24 @@ def child_env(work: Path) -> dict[str, str]:
 
 
 def train_classifier(work: Path) -> str:
-    datapipe = str(Path(sys.executable).with_name("datapipe"))
+    script = Path(sys.executable).with_name("datapipe")
+    datapipe = (
+        [str(script)] if script.exists() else [sys.executable, "-c", "from datapipe.cli import main; main()"]
+    )
     out = subprocess.run(
-        [datapipe, "classifier", "train", "fixture_quality", "--output", str(work / "classifiers")],
+        [*datapipe, "classifier", "train", "fixture_quality", "--output", str(work / "classifiers")],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    m = re.search(r"^trained (\S+model\.bin)", out, re.M)
+    m = re.search(r"^(?:trained|reusing) (\S+model\.bin)", out, re.M)
     if not m:
         sys.exit(f"e2e: no model path in the output of `datapipe classifier train`:\n{out}")
     return m.group(1)
 
 
-def write_mixture(path: Path, corpus: Path, model: str, threshold: float) -> None:
+def write_mixture(path: Path, corpus: Path, model: str, threshold: float, timeout: float) -> None:
     path.write_text(
         f"""name: e2e
 data_root: {corpus}
@@ -325,7 +328,7 @@ sources:
     weight: 1
     format: warc
     paths: ["web-*.warc.gz"]
-    extract: {{method: resiliparse, main_content: true, timeout_s: 5}}
+    extract: {{method: resiliparse, main_content: true, timeout_s: {timeout}}}
     langid: {{languages: [en], min_score: 0.65}}
     filters: {{preset: refinedweb}}
     dedup: {{exact: true, minhash: {{preset: fineweb}}}}
@@ -336,9 +339,9 @@ sources:
     )
 
 
-def run_datapipe(corpus: Path, work: Path, tag: str, model: str, threshold: float) -> dict:
+def run_datapipe(corpus: Path, work: Path, tag: str, model: str, threshold: float, timeout: float) -> dict:
     mixture, out = work / f"mixture-{tag}.yaml", work / f"out-{tag}"
-    write_mixture(mixture, corpus, model, threshold)
+    write_mixture(mixture, corpus, model, threshold, timeout)
     shutil.rmtree(out, ignore_errors=True)
     cmd = [
         sys.executable,
@@ -678,7 +681,7 @@ def main() -> None:
     ap.add_argument(
         "--sizes", default="1,4", help="corpus sizes for our pipeline, as multiples (default 1,4)"
     )
-    ap.add_argument("--full", action="store_true", help="also 16x (48,000+ pages; slow)")
+    ap.add_argument("--full", action="store_true", help="also 16x (some 65,000 pages; slow)")
     ap.add_argument("--work", help="working folder (kept); default a temporary one, removed at the end")
     ap.add_argument("--threshold", type=float, default=0.5, help="quality select threshold (default 0.5)")
     ap.add_argument(
@@ -720,7 +723,7 @@ def main() -> None:
 
         ours = {}
         for k in sizes:
-            ours[k] = run_datapipe(corpora[k], work, f"{k}x", model, args.threshold)
+            ours[k] = run_datapipe(corpora[k], work, f"{k}x", model, args.threshold, args.timeout)
             print(f"datapipe {k}x: {ours[k]['wall']:.1f} s, peak RSS {_mib(ours[k]['maxrss'])} MiB")
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")
