@@ -123,11 +123,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from datapipe.report.collect import format_source_table, mixture_chains
     from datapipe.report.html import render_report
 
     page = render_report(args.output, train_tokens=args.train_tokens)
     target = args.html or fs.join(args.output, "report.html")
     fs.write_text_atomic(target, page)
+    _, chains = mixture_chains(args.output)
+    print(format_source_table({name: [r.counts for r in chain] for name, chain in chains.items()}))
     print(f"report: {target} ({len(page) / 1e6:.1f} MB, {page.count('<img')} plots)")
     return 0
 

@@ -26,7 +26,7 @@ from datapipe.lease import OutputLease
 from datapipe.plan import SourcePlan, make_stage, plan_mixture
 from datapipe.progress import StageProgress
 from datapipe.quality.resolve import resolve_models
-from datapipe.report.collect import format_token_plan, token_plan
+from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
 from datapipe.stage import read_stage_json, remove_temporaries
 from datapipe.store.cache import LEDGER
@@ -170,16 +170,11 @@ def build(
 
 def print_summary(plans: list[SourcePlan]) -> None:
     print()
-    print(f"{'source':<18} {'docs in':>8} {'docs out':>9} {'removed':>8} {'skipped':>8} {'tokens':>12}")
-    tot = [0, 0, 0, 0, 0]
-    for sp in plans:
-        counts = [read_stage_json(st.out_dir)["counts"] for st in sp.stages]
-        first, last = counts[0], counts[-1]
-        removed = sum(sum(c["removed"].values()) for c in counts)
-        row = [first["docs_in"], last["docs_kept"], removed, sum(first["skipped"].values()), last["tokens"]]
-        tot = [a + b for a, b in zip(tot, row, strict=True)]
-        print(f"{sp.source.name:<18} {row[0]:>8} {row[1]:>9} {row[2]:>8} {row[3]:>8} {row[4]:>12,}")
-    print(f"{'total':<18} {tot[0]:>8} {tot[1]:>9} {tot[2]:>8} {tot[3]:>8} {tot[4]:>12,}")
+    print(
+        format_source_table(
+            {sp.source.name: [read_stage_json(st.out_dir)["counts"] for st in sp.stages] for sp in plans}
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

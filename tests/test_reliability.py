@@ -33,11 +33,6 @@ sources:
     langid: {{languages: [en], min_score: 0.5}}
     filters: {{preset: refinedweb}}
     dedup: {{exact: true, minhash: {{preset: fineweb}}, paragraphs: {{min_chars: 50}}}}
-  prose:
-    weight: 1
-    format: jsonl
-    paths: [fortunes/fortunes-en.jsonl.zst, handbook/translations-00000.jsonl.zst]
-    dedup: {{exact: true, minhash: {{preset: fineweb}}}}
   code:
     weight: 1
     format: parquet
@@ -134,7 +129,7 @@ def test_determinism_of_every_stage(kill_mix, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     reference = stage_digests(ref)
     stages = [key for key in reference if "/" in key]  # stage folders (the manifest is checked too)
-    assert len(stages) == 10  # web: 5, prose: 3, code: 2
+    assert len(stages) == 7  # web: extract, filter, dedup, paragraphs, tokenize; code: extract, tokenize
     for other in (two, again):
         digests = stage_digests(other)
         assert sorted(digests) == sorted(reference)

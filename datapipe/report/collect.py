@@ -89,6 +89,20 @@ def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageRec
     return manifest, chains
 
 
+def format_source_table(counts_by_source: dict[str, list[dict[str, Any]]]) -> str:
+    """Per source (its stages' counts, in order): documents in and out, removed, skipped, tokens; and the total."""
+    lines = [f"{'source':<18} {'docs in':>8} {'docs out':>9} {'removed':>8} {'skipped':>8} {'tokens':>12}"]
+    tot = [0, 0, 0, 0, 0]
+    for name, counts in counts_by_source.items():
+        first, last = counts[0], counts[-1]
+        removed = sum(sum(c["removed"].values()) for c in counts)
+        row = [first["docs_in"], last["docs_kept"], removed, sum(first["skipped"].values()), last["tokens"]]
+        tot = [a + b for a, b in zip(tot, row, strict=True)]
+        lines.append(f"{name:<18} {row[0]:>8} {row[1]:>9} {row[2]:>8} {row[3]:>8} {row[4]:>12,}")
+    lines.append(f"{'total':<18} {tot[0]:>8} {tot[1]:>9} {tot[2]:>8} {tot[3]:>8} {tot[4]:>12,}")
+    return "\n".join(lines)
+
+
 def token_plan(manifest: dict[str, Any], train_tokens: int | None) -> list[dict[str, Any]]:
     """Per component: tokens available, its share of the mixture, and (given a training length) the tokens its
     weight asks for and the epochs that implies."""
