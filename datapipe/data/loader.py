@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import tensorstore as ts
 
-from datapipe.data.mixing import MixtureSchedule, Phase
+from datapipe.data.mixing import MixtureSchedule, Phase, manifest_phases
 from datapipe.data.permutation import BlockShuffle, FeistelPermutation, derive_key
 from datapipe.data.sequences import SequenceLayout, segment_ids
 from datapipe.errors import DatapipeError
@@ -116,7 +116,7 @@ class MixtureLoader:
         self.shuffle, self.shuffle_block, self.shuffle_window = shuffle, shuffle_block, shuffle_window
         self.components: list[str] = [c["name"] for c in self.manifest["components"]]
         if phases is None:
-            phases = self._manifest_phases(global_batch)
+            phases = manifest_phases(self.manifest, global_batch)
         self.schedule = MixtureSchedule(self.components, phases, self.seed, block_size)
         self._comps = [self._open(name, packing) for name in self.components]
         for ph in self.schedule.phases:
@@ -133,16 +133,6 @@ class MixtureLoader:
         self._host_rows = lru_cache(maxsize=8)(self._compute_host_rows)
 
     # --- construction ---------------------------------------------------------------------------------------
-    def _manifest_phases(self, global_batch: int) -> list[Phase]:
-        base = {c["name"]: float(c["weight"]) for c in self.manifest["components"]}
-        phases = [Phase(0, base, global_batch)]
-        for entry in self.manifest.get("schedule", []):
-            if entry["step"] == 0:
-                phases[0] = Phase(0, dict(entry["weights"]), global_batch)
-            else:
-                phases.append(Phase(int(entry["step"]), dict(entry["weights"]), global_batch))
-        return phases
-
     def _open(self, name: str, packing: str) -> _Component:
         cache = open_component(self.manifest_url, self.manifest, name)
         ident = cache.tokenizer

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,34 @@ class Phase:
     start_step: int
     weights: Mapping[str, float] = field(hash=False)
     batch_size: int
+
+
+def manifest_phases(
+    manifest: Mapping,
+    global_batch: int,
+    changes: Sequence[tuple[int, Mapping[str, float] | None, int | None]] = (),
+) -> list[Phase]:
+    """Phases from a manifest (component weights at step 0, then its ``schedule``) plus ``changes`` given as
+    (step, weights or None, batch size or None); what a change leaves unset carries over from the phase before."""
+    events: dict[int, dict[str, Any]] = {
+        0: {"weights": {c["name"]: float(c["weight"]) for c in manifest["components"]}}
+    }
+    for entry in manifest.get("schedule", []):
+        events.setdefault(int(entry["step"]), {})["weights"] = dict(entry["weights"])
+    for step, weights, batch in changes:
+        event = events.setdefault(int(step), {})
+        if weights is not None:
+            event["weights"] = dict(weights)
+        if batch is not None:
+            event["batch"] = int(batch)
+    phases: list[Phase] = []
+    current: Mapping[str, float] = {}
+    size = global_batch
+    for step in sorted(events):
+        current = events[step].get("weights", current)
+        size = events[step].get("batch", size)
+        phases.append(Phase(step, current, size))
+    return phases
 
 
 class MixtureSchedule:

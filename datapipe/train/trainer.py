@@ -23,7 +23,7 @@ import optax
 from jax.sharding import PartitionSpec
 
 from datapipe.data.loader import MixtureLoader
-from datapipe.data.mixing import Phase
+from datapipe.data.mixing import Phase, manifest_phases
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 from datapipe.store.manifest import MANIFEST, read_manifest
@@ -50,25 +50,10 @@ def manifest_url(path: str) -> str:
 
 
 def loader_phases(cfg: TrainConfig, manifest: dict[str, Any]) -> list[Phase]:
-    """Loader phases from the manifest (weights, then its ``schedule``) and the run's phases (weights and/or batch
-    size from a step on), each value carried forward until a later phase changes it."""
-    events: dict[int, dict[str, Any]] = {
-        0: {"weights": {c["name"]: float(c["weight"]) for c in manifest["components"]}}
-    }
-    for entry in manifest.get("schedule", []):
-        events.setdefault(int(entry["step"]), {})["weights"] = dict(entry["weights"])
-    for ph in cfg.phases:
-        event = events.setdefault(ph.step, {})
-        if ph.weights is not None:
-            event["weights"] = dict(ph.weights)
-        if ph.global_batch is not None:
-            event["batch"] = ph.global_batch
-    phases, weights, batch = [], {}, cfg.global_batch
-    for step in sorted(events):
-        weights = events[step].get("weights", weights)
-        batch = events[step].get("batch", batch)
-        phases.append(Phase(step, weights, batch))
-    return phases
+    """The manifest's weights and schedule, then the run's phases (weights and/or batch size from a step on)."""
+    return manifest_phases(
+        manifest, cfg.global_batch, [(p.step, p.weights, p.global_batch) for p in cfg.phases]
+    )
 
 
 class Trainer:
