@@ -35,6 +35,7 @@ from datapipe.io.shards import Shard
 from datapipe.io.warc import read_warc
 from datapipe.stats import StageStats
 from tests.conftest import CORPORA, REPO, run_build, write_mixture
+from tests.fixtures.build_bad import crawl_pages
 from tests.reliability import tally
 
 pytestmark = pytest.mark.reliability
@@ -111,15 +112,6 @@ def kept(out: Path, source: str, name: str) -> list[dict]:
     index = shard_stats(out, source, name)["index"]
     (folder,) = (out / source).glob("extract-*")
     return list(read_records(str(folder / f"part-{index:05d}.jsonl.zst")))
-
-
-def crawl_pages() -> dict[str, bytes]:
-    pages = {}
-    for path in sorted((CORPORA / "crawl").glob("docs-*.warc.gz")):
-        with open(path, "rb") as f:
-            for record in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=True):
-                pages[record.headers.get("WARC-Target-URI")] = record.reader.read()
-    return pages
 
 
 def test_build_succeeds_and_every_stage_balances(built):
