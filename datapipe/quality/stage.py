@@ -43,7 +43,14 @@ class QualityConfig:
     def to_dict(self) -> dict[str, Any]:
         return {
             "classifiers": [
-                {"name": c.name, "model": c.model, "positive_label": c.positive_label, "identity": c.identity}
+                {
+                    # a model trained from a recipe lives under the output folder: its recipe hash names it, so
+                    # the same mixture built into another folder keeps its stage hashes
+                    "model": "<output>/classifiers" if c.identity.startswith("recipe:") else c.model,
+                    "name": c.name,
+                    "positive_label": c.positive_label,
+                    "identity": c.identity,
+                }
                 for c in self.classifiers
             ],
             "select": {
