@@ -14,11 +14,12 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stage import stats_path
+from datapipe.stage import is_done, stats_path
 
 
 class StageProgress:
@@ -86,3 +87,94 @@ class StageProgress:
         if self.tty:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
+
+
+class WaveProgress:
+    """Several stages running in one pipeline (a wave): one progress line for those under way, and ``on_done``
+    called as each stage's ``_SUCCESS`` appears, in the order they finish, with the seconds since the previous one
+    finished (the first also carries the pipeline's start-up). Stages a wave finished but this thread did not see
+    in time are reported, in their listed order, when the wave ends.
+    """
+
+    def __init__(
+        self,
+        stages: list[tuple[str, str, list[Shard]]],
+        on_done: Callable[[int, float], None],
+        stream: TextIO | None = None,
+        interval_s: float | None = None,
+        tick_s: float = 0.2,
+    ) -> None:
+        self.progress = [
+            StageProgress(label, out, shards, stream, interval_s) for label, out, shards in stages
+        ]
+        self.on_done = on_done
+        self.stream = self.progress[0].stream if self.progress else (stream or sys.stdout)
+        self.tty = self.stream.isatty()
+        self.interval_s = self.progress[0].interval_s if self.progress else 1.0
+        self.tick_s = tick_s
+        self._pending = list(range(len(stages)))
+        self._started: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last = time.monotonic()
+        self._drawn = False
+
+    def _clear(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._drawn = False
+
+    def check(self) -> None:
+        """Report every stage that has finished since the last check."""
+        with self._lock:
+            for i in [i for i in self._pending if is_done(self.progress[i].out_dir)]:
+                now = time.monotonic()
+                self._pending.remove(i)
+                self._clear()
+                self.on_done(i, now - self._last)
+                self._last = now
+
+    def _running(self) -> str:
+        parts = []
+        for i in self._pending:
+            p = self.progress[i]
+            if i not in self._started and p.poll()[0]:  # a shard committed: under way since the last finish
+                self._started.add(i)
+                p.t0 = self._last
+            if i in self._started:
+                parts.append(p.line())
+        return "  |  ".join(parts)
+
+    def _run(self) -> None:
+        next_line = time.monotonic() + self.interval_s
+        while not self._stop.wait(self.tick_s):
+            self.check()
+            if time.monotonic() < next_line:
+                continue
+            next_line = time.monotonic() + self.interval_s
+            text = self._running()
+            if not text:
+                continue
+            with self._lock:
+                if self.tty:
+                    self.stream.write("\r\x1b[2K" + text)
+                    self._drawn = True
+                else:
+                    self.stream.write(text + "\n")
+                self.stream.flush()
+
+    def __enter__(self) -> WaveProgress:
+        self._last = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.check()
+        with self._lock:
+            self._clear()

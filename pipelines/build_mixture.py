@@ -6,8 +6,10 @@
 
 Every argument this script does not know is handed to Beam's ``PipelineOptions`` unchanged; with none, the
 DirectRunner runs in this process (``--direct_running_mode=multi_processing --direct_num_workers=N`` uses N cores).
-Each stage is its own pipeline whose output is materialized under ``<output>/<source>/<stage>-<hash8>/``; a stage
-whose ``_SUCCESS`` exists is skipped, and a stage interrupted mid-way resumes from its committed shards.
+Each stage's output is materialized under ``<output>/<source>/<stage>-<hash8>/``; a stage whose ``_SUCCESS`` exists
+is skipped, and a stage interrupted mid-way resumes from its committed shards. Consecutive stages of every source run
+together in one pipeline until a stage needs a global phase (dedup groups, a quality quantile), which runs between
+such waves.
 """
 
 from __future__ import annotations
@@ -23,15 +25,16 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
 from datapipe.lease import OutputLease
-from datapipe.plan import SourcePlan, make_stage, plan_mixture
-from datapipe.progress import StageProgress
+from datapipe.plan import SourcePlan, StagePlan, make_stage, plan_mixture
+from datapipe.progress import WaveProgress
 from datapipe.quality.resolve import resolve_models
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
-from datapipe.stage import read_stage_json, remove_temporaries
+from datapipe.stage import Stage, TwoPhaseStage, read_stage_json, remove_temporaries
 from datapipe.store.cache import LEDGER
 from datapipe.store.manifest import Component, read_manifest, write_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
+from pipelines.datatrove_engine import EXECUTORS, DatatroveOptions
 
 log = logging.getLogger("datapipe.build")
 
@@ -43,11 +46,19 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         epilog="examples:\n  python -m pipelines.build_mixture --mixture dclm_phase3.yaml\n"
         "  python -m pipelines.build_mixture --mixture my_mix.yaml --output gs://bucket/out --runner DataflowRunner "
         "--project P --region us-central1 --temp_location gs://bucket/tmp\n"
-        "  python -m pipelines.build_mixture --mixture my_mix.yaml --dry-run",
+        "  python -m pipelines.build_mixture --mixture my_mix.yaml --dry-run\n"
+        "  python -m pipelines.build_mixture --mixture dclm_phase3.yaml --engine datatrove --executor local --workers 2\n"
+        "  python -m pipelines.build_mixture --mixture my_mix.yaml --engine datatrove --executor slurm --partition cpu",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "--mixture", required=True, help="mixture YAML: a path, or a bundled name (dclm_phase3.yaml)"
+    )
+    ap.add_argument(
+        "--engine",
+        choices=("beam", "datatrove"),
+        default="beam",
+        help="beam (default; runner chosen by Beam flags) or datatrove (--executor local|slurm)",
     )
     ap.add_argument("--output", help="output folder or URL (default: the YAML's `output`, else out/<name>)")
     ap.add_argument("--data-root", help="where relative input paths point (default: the YAML's `data_root`)")
@@ -67,6 +78,18 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         metavar="SECONDS",
         help="when another build holds the output folder, wait this long for it (default: refuse at once)",
     )
+    dt = ap.add_argument_group("datatrove engine (--engine datatrove)")
+    dt.add_argument(
+        "--executor", choices=EXECUTORS, default="local", help="datatrove executor (default local)"
+    )
+    dt.add_argument("--tasks", type=int, help="tasks per stage (default: one per shard)")
+    dt.add_argument("--workers", type=int, help="local: tasks at once (default: the CPU count)")
+    dt.add_argument("--buckets", type=int, default=4, help="tasks of the dedup bucket phases (default 4)")
+    dt.add_argument("--partition", help="slurm: partition to submit to")
+    dt.add_argument("--qos", help="slurm: quality of service (default: the partition's)")
+    dt.add_argument("--time", default="01:00:00", help="slurm: time limit per job (default 01:00:00)")
+    dt.add_argument("--cpus-per-task", type=int, default=1, help="slurm: CPUs per task (default 1)")
+    dt.add_argument("--mem-per-cpu-gb", type=int, default=2, help="slurm: memory per CPU in GB (default 2)")
     return ap.parse_known_args(argv)
 
 
@@ -83,7 +106,8 @@ def print_plan(plans: list[SourcePlan], output: str) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    args, beam_args = parse_args(argv)
+    args, extra = parse_args(argv)
+    engine = make_engine(args, extra)  # flags are checked before any work
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     mixture = load_mixture(args.mixture, data_root=args.data_root, output=args.output)
     sources = mixture.select(only)
@@ -99,39 +123,23 @@ def run(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print_plan(plans, mixture.output)
             return 0
-        return build(mixture, sources, plans, tokenizer, beam_args, args.train_tokens or mixture.train_tokens)
+        return build(mixture, sources, plans, tokenizer, engine, args.train_tokens or mixture.train_tokens)
 
 
 def build(
-    mixture, sources, plans: list[SourcePlan], tokenizer, beam_args: list[str], train_tokens: int | None
+    mixture, sources, plans: list[SourcePlan], tokenizer, engine: Engine, train_tokens: int | None
 ) -> int:
-    """Run every stage that is not done, then write the manifest (the caller holds the output's lease)."""
-
-    from pipelines.beam_dedup import run_global
-    from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
-    from pipelines.beam_stage import run_stage
-
-    options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
+    """Run every stage that is not done on the chosen engine, then write the manifest (the caller holds the
+    output's lease)."""
     fs.makedirs(mixture.output)
     for sp in plans:
         for st in sp.stages:
-            label = f"  {sp.source.name:<18} {st.dirname:<18}"
             if st.done:
                 counts = read_stage_json(st.out_dir)["counts"]
-                print(f"{label} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}")
-                continue
-            t0 = time.perf_counter()
-            stage = make_stage(mixture, sp, st)
-            remove_temporaries(st.out_dir)  # left by a run killed mid-write
-            run_global(stage, list(st.shards), options)  # dedup stages: keys -> groups -> removal lists
-            with StageProgress(label.rstrip(), st.out_dir, list(st.shards)):
-                run_stage(stage, st, options)
-            counts = read_stage_json(st.out_dir)["counts"]
-            extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
-            print(
-                f"{label} ran in {time.perf_counter() - t0:5.1f}s  in {counts['docs_in']:>6}  kept "
-                f"{counts['docs_kept']:>6}  removed: {_fmt_removed(counts['removed'])}{extra}"
-            )
+                print(
+                    f"{_label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}"
+                )
+    engine.run(mixture, plans)
 
     print_summary(plans)
     if len(sources) < len(mixture.sources):
@@ -160,12 +168,117 @@ def build(
     url = write_manifest(
         mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
     )
-    runner = options.get_all_options().get("runner") or "DirectRunner"
-    write_experiment(mixture.output, str(runner), mixture.data_root, fs.local_path(mixture.file))
+    write_experiment(mixture.output, engine.runner, mixture.data_root, fs.local_path(mixture.file))
     print(f"manifest: {url}")
     print()
     print(format_token_plan(token_plan(read_manifest(url), train_tokens), train_tokens))
     return 0
+
+
+def _label(sp: SourcePlan, st: StagePlan) -> str:
+    return f"  {sp.source.name:<18} {st.dirname:<18}"
+
+
+def _next_chain(mixture, sp: SourcePlan, queue: list[StagePlan]) -> list[tuple[Stage, StagePlan]]:
+    """Take from ``queue`` the source's stages for this wave: the next one, and those after it that need no global
+    phase (a global phase reads the whole output of the stage before, so it waits for the next wave)."""
+    chain: list[tuple[Stage, StagePlan]] = []
+    while queue:
+        stage = make_stage(mixture, sp, queue[0])
+        if chain and isinstance(stage, TwoPhaseStage) and not stage.global_done():
+            break
+        chain.append((stage, queue.pop(0)))
+    return chain
+
+
+def report_stage(sp: SourcePlan, st: StagePlan, seconds: float) -> None:
+    """The line a finished stage prints: time, documents in and kept, removals by reason, tokens."""
+    counts = read_stage_json(st.out_dir)["counts"]
+    extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
+    print(
+        f"{_label(sp, st)} ran in {seconds:5.1f}s  in {counts['docs_in']:>6}  kept "
+        f"{counts['docs_kept']:>6}  removed: {_fmt_removed(counts['removed'])}{extra}",
+        flush=True,
+    )
+
+
+class BeamEngine:
+    """Stages in waves: a wave is one pipeline holding, for every source, its next stages up to (not including)
+    the next one with a global phase still to run; those global phases (dedup groups, a quality quantile) run
+    between waves. A source without dedup or a kept fraction builds in a single pipeline."""
+
+    def __init__(self, beam_args: list[str]) -> None:
+        from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
+
+        self.options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
+        self.runner = str(self.options.get_all_options().get("runner") or "DirectRunner")
+
+    def run(self, mixture, plans: list[SourcePlan]) -> None:
+        queues = [(sp, [st for st in sp.stages if not st.done]) for sp in plans]
+        while any(q for _, q in queues):
+            self.run_wave([(sp, _next_chain(mixture, sp, q)) for sp, q in queues if q])
+
+    def run_wave(self, chains: list[tuple[SourcePlan, list[tuple[Stage, StagePlan]]]]) -> None:
+        """Global phases of the chains' first stages, then one pipeline for all the chains; a line per stage as
+        it finishes (its time: since the stage before it finished, plus its own global phase)."""
+        from pipelines.beam_dedup import run_global
+        from pipelines.beam_stage import run_chains
+
+        extra_s: dict[str, float] = {}
+        watched: list[tuple[SourcePlan, StagePlan]] = []
+        for sp, chain in chains:
+            for i, (stage, st) in enumerate(chain):
+                remove_temporaries(st.out_dir)  # left by a run killed mid-write
+                if i == 0:
+                    t0 = time.perf_counter()
+                    run_global(stage, list(st.shards), self.options)  # dedup: keys -> groups -> removals
+                    extra_s[st.out_dir] = time.perf_counter() - t0
+                watched.append((sp, st))
+
+        def done(i: int, seconds: float) -> None:
+            sp, st = watched[i]
+            report_stage(sp, st, seconds + extra_s.get(st.out_dir, 0.0))
+
+        labels = [(_label(sp, st).strip(), st.out_dir, list(st.shards)) for sp, st in watched]
+        with WaveProgress(labels, done):
+            run_chains([chain for _, chain in chains], self.options)
+
+
+class DatatroveEngine:
+    """``--engine datatrove``: the same stages on datatrove's local or Slurm executor."""
+
+    def __init__(self, opts: DatatroveOptions) -> None:
+        self.opts = opts
+        self.runner = f"datatrove-{opts.executor}"
+
+    def run(self, mixture, plans: list[SourcePlan]) -> None:
+        from pipelines.datatrove_engine import run_datatrove  # datatrove is imported only when something runs
+
+        run_datatrove(mixture, plans, self.opts, report_stage)
+
+
+Engine = BeamEngine | DatatroveEngine
+
+
+def make_engine(args: argparse.Namespace, extra: list[str]) -> Engine:
+    """The engine the flags ask for; with datatrove, a flag neither knows is an error (not a Beam option)."""
+    if args.engine == "beam":
+        return BeamEngine(extra)
+    if extra:
+        raise DatapipeError(f"unknown argument(s) with --engine datatrove: {' '.join(extra)}")
+    return DatatroveEngine(
+        DatatroveOptions(
+            executor=args.executor,
+            tasks=args.tasks,
+            workers=args.workers,
+            buckets=args.buckets,
+            partition=args.partition,
+            qos=args.qos,
+            time=args.time,
+            cpus_per_task=args.cpus_per_task,
+            mem_per_cpu_gb=args.mem_per_cpu_gb,
+        )
+    )
 
 
 def print_summary(plans: list[SourcePlan]) -> None:

@@ -1,0 +1,200 @@
+"""Run a planned build on datatrove's executors: ``build_mixture --engine datatrove --executor local|slurm``.
+
+Every stage that is not done becomes a few executors (``pipelines/datatrove_steps.py``): its global phase if it has
+one (dedup: signatures -> buckets -> clusters; paragraphs: line keys -> buckets -> removals), then its shards, then a
+one-task finish that writes ``stage.json`` and ``_SUCCESS``. The stage folders, markers, manifest and caches are
+the ones the Beam engine writes, byte for byte; datatrove's own logs, stats and completion markers go to
+``<output>/_datatrove/<source>/<stage dir>/<phase>/tasks-<T>/``, so a rerun after a kill skips the tasks datatrove marked
+complete and the shards datapipe committed.
+
+Locally each executor runs in turn (``LocalPipelineExecutor``, ``--workers`` processes). On Slurm the executors form
+one chain of array jobs (each depends on the one before, ``afterok``); this process submits it and waits for the
+jobs, then writes the manifest like a local build.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.dedup.stage import DedupStage, ParagraphStage
+from datapipe.errors import DatapipeError
+from datapipe.io import fs
+from datapipe.plan import SourcePlan, StagePlan, make_stage
+from datapipe.stage import TwoPhaseStage, is_done, remove_temporaries
+
+EXECUTORS = ("local", "slurm")
+
+
+@dataclass(frozen=True)
+class DatatroveOptions:
+    """How datatrove runs the stages (``--executor`` and its flags)."""
+
+    executor: str = "local"
+    tasks: int | None = None  # per stage; default: one per shard
+    workers: int | None = None  # local: processes at once (default: the CPU count)
+    buckets: int = 4  # tasks of the dedup / paragraph bucket phases
+    partition: str | None = None
+    qos: str | None = None
+    time: str = "01:00:00"
+    cpus_per_task: int = 1
+    mem_per_cpu_gb: int = 2
+    poll_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise DatapipeError(f"--executor {self.executor!r}: choose one of {', '.join(EXECUTORS)}")
+        for name in ("tasks", "workers", "buckets", "cpus_per_task", "mem_per_cpu_gb"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise DatapipeError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
+        if self.executor == "slurm" and not self.partition:
+            raise DatapipeError("--executor slurm needs --partition (the Slurm partition to submit to)")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One executor: a phase of one stage."""
+
+    label: str
+    phase: str
+    pipeline: list[Any]
+    tasks: int
+    logging_dir: str
+
+
+def stage_jobs(mixture, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
+    """The executors that bring one stage to ``_SUCCESS``, in order."""
+    from pipelines import datatrove_steps as steps  # datatrove is imported only when something runs
+
+    stage = make_stage(mixture, sp, st)
+    base = fs.join(mixture.output, "_datatrove", sp.source.name, st.dirname)
+    label = f"{sp.source.name}/{st.stage}"
+    shards = tuple(st.shards)
+    per_shard = max(1, min(opts.tasks or len(shards), len(shards)))
+
+    def job(phase: str, step: Any, tasks: int) -> Job:
+        # datatrove's completion markers name ranks, which mean other shards under another task count
+        return Job(label, phase, [step], tasks, fs.join(base, phase, f"tasks-{tasks}"))
+
+    jobs = []
+    if isinstance(stage, TwoPhaseStage) and not stage.global_done():
+        scratch = fs.join(base, "scratch")
+        if isinstance(stage, DedupStage):
+            jobs += [
+                job("signatures", steps.DedupSignatures(stage, shards, scratch), per_shard),
+                job("buckets", steps.DedupBuckets(stage, shards, scratch), opts.buckets),
+                job("clusters", steps.DedupClusters(stage, scratch), 1),
+            ]
+        elif isinstance(stage, ParagraphStage):
+            jobs += [
+                job("lines", steps.LineKeys(stage, shards, scratch), per_shard),
+                job("line-buckets", steps.LineBuckets(stage, shards, scratch), opts.buckets),
+                job("removals", steps.LineRemovals(stage, scratch), 1),
+            ]
+        else:
+            raise DatapipeError(
+                f"source {sp.source.name!r}: quality.keep_fraction (a global quantile) is not available with "
+                "--engine datatrove yet; select by threshold, or build this source with --engine beam"
+            )
+    jobs += [
+        job("shards", steps.StageShards(stage, shards), per_shard),
+        job("finish", steps.FinishStage(stage, shards, st.record()), 1),
+    ]
+    return jobs
+
+
+def _local(job: Job, opts: DatatroveOptions):
+    from datatrove.executor import LocalPipelineExecutor
+
+    return LocalPipelineExecutor(
+        pipeline=job.pipeline,
+        tasks=job.tasks,
+        workers=min(job.tasks, opts.workers or os.cpu_count() or 1),
+        logging_dir=job.logging_dir,
+        skip_completed=True,
+    )
+
+
+def _slurm(job: Job, opts: DatatroveOptions, depends):
+    from datatrove.executor import SlurmPipelineExecutor
+
+    # a job starts from the submitting shell's environment: enter this virtual environment (datatrove's
+    # launch_pickled_pipeline is on its PATH) and this checkout (the pickled steps import datapipe and pipelines)
+    here = os.getcwd()
+    activate = os.path.join(sys.prefix, "bin", "activate")
+    enter = f"source {shlex.quote(activate)} && " if os.path.exists(activate) else ""
+    return SlurmPipelineExecutor(
+        pipeline=job.pipeline,
+        tasks=job.tasks,
+        time=opts.time,
+        partition=opts.partition,
+        cpus_per_task=opts.cpus_per_task,
+        mem_per_cpu_gb=opts.mem_per_cpu_gb,
+        qos=opts.qos or "",
+        job_name=f"datapipe-{job.label.replace('/', '-')}-{job.phase}",
+        logging_dir=job.logging_dir,
+        slurm_logs_folder=fs.join(job.logging_dir, "slurm_logs"),
+        skip_completed=True,
+        depends=depends,
+        env_command=f"{enter}cd {shlex.quote(here)} && export PYTHONPATH={shlex.quote(here)}:${{PYTHONPATH:-}}",
+    )
+
+
+def run_datatrove(mixture, plans: list[SourcePlan], opts: DatatroveOptions, report_stage) -> None:
+    """Bring every stage to ``_SUCCESS`` on datatrove; ``report_stage(sp, st, seconds)`` prints each one's line."""
+    todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
+    if not todo:
+        return
+    if opts.executor == "local":
+        for sp, st in todo:
+            t0 = time.perf_counter()
+            remove_temporaries(st.out_dir)  # left by a run killed mid-write
+            for job in stage_jobs(mixture, sp, st, opts):
+                _local(job, opts).run()
+            if not is_done(st.out_dir):
+                raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
+            report_stage(sp, st, time.perf_counter() - t0)
+        return
+    _run_slurm(mixture, todo, opts, report_stage)
+
+
+def _run_slurm(
+    mixture, todo: list[tuple[SourcePlan, StagePlan]], opts: DatatroveOptions, report_stage
+) -> None:
+    """Submit one chain of dependent array jobs (later stages are planned now, so they can be queued now), then
+    wait: the jobs' states from ``squeue``, the stages' progress from their ``_SUCCESS`` markers."""
+    t0 = time.perf_counter()
+    executors = []
+    for sp, st in todo:
+        remove_temporaries(st.out_dir)
+        for job in stage_jobs(mixture, sp, st, opts):  # a later stage's global phase is planned: not yet done
+            executors.append(_slurm(job, opts, executors[-1] if executors else None))
+    executors[-1].run()  # submits the whole chain, first job first
+    job_ids = [str(e.job_id) for e in executors if getattr(e, "job_id", None)]
+    reported: set[str] = set()
+    while True:
+        for sp, st in todo:
+            if st.out_dir not in reported and is_done(st.out_dir):
+                reported.add(st.out_dir)
+                report_stage(sp, st, time.perf_counter() - t0)
+        if len(reported) == len(todo):
+            return
+        queued = subprocess.run(
+            ["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True
+        )
+        if queued.returncode == 0 and not queued.stdout.strip():
+            time.sleep(opts.poll_s)  # a marker written just before the job left the queue
+            if all(is_done(st.out_dir) for _, st in todo):
+                continue
+            missing = next(st for _, st in todo if not is_done(st.out_dir))
+            raise DatapipeError(
+                f"slurm jobs {','.join(job_ids)} left the queue but {missing.out_dir} has no _SUCCESS; "
+                f"see the task logs under {fs.join(mixture.output, '_datatrove')}"
+            )
+        time.sleep(opts.poll_s)

@@ -1,0 +1,325 @@
+"""datapipe's stages as datatrove pipeline steps, for datatrove's executors (local processes, Slurm).
+
+A stage is one executor whose task ``r`` of ``T`` takes the stage's shards ``r, r+T, ...`` and runs each through
+the same ``run_shard`` as the Beam glue, so the outputs are the same bytes and a shard an earlier (killed) run
+committed is reported, not redone; a one-task executor after it writes ``stage.json`` and ``_SUCCESS``. Each step
+counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<reason>``, ``tokens``) as well.
+
+Global phases follow datatrove's file-based pattern, with datapipe's kernels and the Beam path's survivor rule:
+
+* dedup: ``DedupSignatures`` (per shard: exact and band keys, shingle sets) -> ``DedupBuckets`` (task ``b`` of ``B``:
+  keys with ``key % B == b``; exact groups and verified LSH edges) -> ``DedupClusters`` (one task: union-find over
+  the edges; every node but its component's lowest reference is removed, as large/small-star leaves it under Beam;
+  removal lists per shard).
+* paragraphs: ``LineKeys`` (per shard) -> ``LineBuckets`` (task ``b``: every occurrence of a line hash but the
+  first) -> ``LineRemovals`` (one task: the buckets' removals grouped per shard).
+
+Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, beside datatrove's logging folders.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import numpy as np
+from datatrove.pipeline.base import PipelineStep
+
+from datapipe.dedup.graph import bucket_pairs, local_components
+from datapipe.dedup.minhash import jaccard
+from datapipe.dedup.stage import DedupStage, ParagraphStage, component_report, first_reason
+from datapipe.dedup.store import ShingleStore, write_removals
+from datapipe.io import fs
+from datapipe.io.shards import Shard
+from datapipe.stage import Stage, finish_stage, run_shard
+from datapipe.stats import StageStats
+
+EDGE_BLOCK = 64  # as under Beam: kept edges are written per (shard, block of 64 documents)
+_U64 = (1 << 64) - 1
+
+
+def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, ...]:
+    """The shards task ``rank`` of ``world_size`` handles."""
+    return shards[rank::world_size]
+
+
+def _save(url: str, **arrays: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    fs.write_bytes_atomic(url, buf.getvalue())
+
+
+def _load(url: str) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(fs.read_bytes(url))) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _split128(values: list[int]) -> np.ndarray:
+    """128-bit hashes as (high, low) uint64 columns."""
+    return np.array([(v >> 64, v & _U64) for v in values], dtype=np.uint64).reshape(-1, 2)
+
+
+class _Step(PipelineStep):
+    type = "datapipe"
+
+    def __init__(self, stage: Stage) -> None:
+        self.name = (
+            f"{stage.source}/{stage.name} {type(self).__name__}"  # datatrove's stats are named from it
+        )
+        super().__init__()
+        self.stage = stage
+
+    def count(self, stats: StageStats) -> None:
+        self.stat_update("docs_in", value=stats.docs_in)
+        self.stat_update("docs_kept", value=stats.docs_kept)
+        for reason, n in sorted(stats.removed.items()):
+            self.stat_update(f"removed/{reason}", value=n)
+        if stats.tokens:
+            self.stat_update("tokens", value=stats.tokens, unit="doc")
+
+
+class StageShards(_Step):
+    """The stage's per-shard work for this task's shards (heavy resources load once per task)."""
+
+    def __init__(self, stage: Stage, shards: tuple[Shard, ...]) -> None:
+        super().__init__(stage)
+        self.shards = shards
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        self.stage.setup()
+        try:
+            for shard in mine(self.shards, rank, world_size):
+                with self.track_time():
+                    self.count(run_shard(self.stage, shard))
+        finally:
+            teardown = getattr(self.stage, "teardown", None)
+            if teardown is not None:
+                teardown()
+
+
+class FinishStage(_Step):
+    """One task: every shard's committed statistics -> ``stage.json`` and ``_SUCCESS``."""
+
+    def __init__(self, stage: Stage, shards: tuple[Shard, ...], record: dict[str, Any]) -> None:
+        super().__init__(stage)
+        self.shards = shards
+        self.record = record
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        stats = [run_shard(self.stage, s) for s in self.shards]  # all committed: read back from the markers
+        self.count(finish_stage(self.stage, list(self.shards), stats, self.record))
+
+
+# ------------------------------------------------------------------------------------------- document dedup
+
+
+class DedupSignatures(_Step):
+    """Per shard: ``(text hash, ref)`` and ``(band, key, ref)`` arrays, and the shingle sets for verification."""
+
+    def __init__(self, stage: DedupStage, shards: tuple[Shard, ...], scratch: str) -> None:
+        super().__init__(stage)
+        self.shards, self.scratch = shards, scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        for shard in mine(self.shards, rank, world_size):
+            with self.track_time():
+                exact, bands, n = self.stage.sign_shard(shard)
+                self.stat_update("documents", value=n)
+                _save(
+                    fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"),
+                    exact_hash=_split128([h for h, _ in exact]),
+                    exact_ref=np.array([r for _, r in exact], dtype=np.int64).reshape(-1, 2),
+                    band=np.array([[b, k] for (b, k), _ in bands], dtype=np.uint64).reshape(-1, 2),
+                    band_ref=np.array([r for _, r in bands], dtype=np.int64).reshape(-1, 2),
+                )
+
+
+class DedupBuckets(_Step):
+    """Task ``b`` of ``B``: exact groups and LSH buckets whose key falls to it; candidate pairs verified."""
+
+    def __init__(self, stage: DedupStage, shards: tuple[Shard, ...], scratch: str) -> None:
+        super().__init__(stage)
+        self.shards, self.scratch = shards, scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        exact: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        buckets: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for shard in self.shards:
+            z = _load(fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"))
+            for (hi, lo), ref in zip(z["exact_hash"].tolist(), z["exact_ref"].tolist(), strict=True):
+                if lo % world_size == rank:
+                    exact.setdefault((hi, lo), []).append(tuple(ref))
+            for (band, key), ref in zip(z["band"].tolist(), z["band_ref"].tolist(), strict=True):
+                if key % world_size == rank:
+                    buckets.setdefault((band, key), []).append(tuple(ref))
+        removals = []
+        for refs in exact.values():  # all references of one text but the lowest
+            keep = min(refs)
+            removals.extend((r[0], r[1], keep[0], keep[1]) for r in refs if r != keep)
+        mh = self.stage.config.minhash
+        edges: list[tuple[int, int, int, int, float]] = []
+        if mh is not None:
+            pairs = set()
+            held = 0
+            for refs in buckets.values():
+                members = sorted(set(refs))
+                held = max(held, len(members))
+                pairs.update(bucket_pairs(members, mh.max_bucket_pairs))
+            self.stat_update("largest_bucket", value=held)
+            store = ShingleStore(self.stage.out_dir) if mh.verify else None
+            for a, b in sorted(pairs):
+                j = jaccard(store.get(a), store.get(b)) if store is not None else None
+                if j is None or j >= mh.threshold:
+                    self.stat_update("pairs_verified")
+                    edges.append((*a, *b, -1.0 if j is None else round(j, 4)))
+                else:
+                    self.stat_update("pairs_rejected")
+        _save(
+            fs.join(self.scratch, "buckets", f"{rank:05d}.npz"),
+            exact=np.array(removals, dtype=np.int64).reshape(-1, 4),
+            edges=np.array([e[:4] for e in edges], dtype=np.int64).reshape(-1, 4),
+            jaccard=np.array([e[4] for e in edges], dtype=np.float64),
+        )
+
+
+class DedupClusters(_Step):
+    """One task: components over every bucket's edges; removal lists, ``components.json``, ``global.json``."""
+
+    def __init__(self, stage: DedupStage, scratch: str) -> None:
+        super().__init__(stage)
+        self.scratch = scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        stage = self.stage
+        edges: dict[tuple, float | None] = {}
+        decisions: dict[tuple[int, int], list[tuple[str, Any]]] = {}
+        for url in fs.glob(fs.join(self.scratch, "buckets", "*.npz")):
+            z = _load(url)
+            for s, d, ks, kd in z["exact"].tolist():
+                decisions.setdefault((s, d), []).append(("dedup/exact", (ks, kd)))
+            for (sa, da, sb, db), j in zip(z["edges"].tolist(), z["jaccard"].tolist(), strict=True):
+                edges[((sa, da), (sb, db))] = None if j < 0 else j
+        roots = local_components(edges)
+        members: dict[tuple, list[tuple]] = {}
+        for node, root in roots.items():
+            members.setdefault(root, []).append(node)
+            if node != root:
+                decisions.setdefault(node, []).append(("dedup/minhash", root))
+        by_shard: dict[int, list[tuple]] = {}
+        for (s, d), ds in decisions.items():
+            reason, survivor = first_reason(ds)
+            by_shard.setdefault(s, []).append((d, reason, list(survivor)))
+        for s, items in sorted(by_shard.items()):
+            write_removals(stage.out_dir, s, items)
+        if stage.config.minhash is not None:
+            if stage.config.minhash.keep_edges:
+                self._write_edges(edges)
+            comps = [(len(m), [list(x) for x in sorted(m)]) for m in members.values()]
+            histogram: dict[int, int] = {}
+            for size, _ in comps:
+                bucket = 1 << max(0, (size - 1).bit_length())
+                histogram[bucket] = histogram.get(bucket, 0) + 1
+            largest = sorted(comps, key=lambda c: (c[0], [-x for x in c[1][0]]), reverse=True)[:10]
+            doc = {"histogram": {str(k): v for k, v in sorted(histogram.items())}, "largest": largest}
+            fs.write_text_atomic(fs.join(stage.out_dir, "components.json"), json.dumps(doc) + "\n")
+        else:
+            doc = {"histogram": {}, "largest": []}
+        held = max((c for c in (len(m) for m in members.values())), default=0)
+        report = component_report(doc["histogram"], doc["largest"], held, {})
+        report["counters"] = {"removed": sum(len(v) for v in by_shard.values())}
+        report["engine"] = "datatrove"
+        stage.write_global_report(report)
+
+    def _write_edges(self, edges: dict[tuple, float | None]) -> None:
+        blocks: dict[tuple[int, int], list] = {}
+        for (a, b), j in edges.items():
+            lo = min(a, b)
+            blocks.setdefault((lo[0], lo[1] // EDGE_BLOCK), []).append([list(a), list(b), j])
+        for (shard, block), items in blocks.items():
+            name = f"part-{shard:05d}-{block:05d}.json"
+            fs.write_text_atomic(fs.join(self.stage.out_dir, "edges", name), json.dumps(sorted(items)) + "\n")
+
+
+# -------------------------------------------------------------------------------------------- paragraph dedup
+
+
+class LineKeys(_Step):
+    """Per shard: ``(hash of the normalized line, ref)`` for every line with text."""
+
+    def __init__(self, stage: ParagraphStage, shards: tuple[Shard, ...], scratch: str) -> None:
+        super().__init__(stage)
+        self.shards, self.scratch = shards, scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        for shard in mine(self.shards, rank, world_size):
+            with self.track_time():
+                keys, n = self.stage.line_keys(shard)
+                self.stat_update("documents", value=n)
+                self.stat_update("lines", value=len(keys))
+                _save(
+                    fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"),
+                    hash=_split128([h for h, _ in keys]),
+                    ref=np.array([r for _, r in keys], dtype=np.int64).reshape(-1, 3),
+                )
+
+
+class LineBuckets(_Step):
+    """Task ``b``: of each line hash falling to it, every occurrence but the first is removed."""
+
+    def __init__(self, stage: ParagraphStage, shards: tuple[Shard, ...], scratch: str) -> None:
+        super().__init__(stage)
+        self.shards, self.scratch = shards, scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        first: dict[tuple[int, int], tuple[int, int, int]] = {}
+        seen: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        for shard in self.shards:
+            z = _load(fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"))
+            for (hi, lo), ref in zip(z["hash"].tolist(), z["ref"].tolist(), strict=True):
+                if lo % world_size == rank:
+                    ref = tuple(ref)
+                    seen.setdefault((hi, lo), []).append(ref)
+                    first[(hi, lo)] = min(first.get((hi, lo), ref), ref)
+        out = [r for key, refs in seen.items() for r in refs if r != first[key]]
+        self.stat_update("lines_removed", value=len(out))
+        _save(
+            fs.join(self.scratch, "line-buckets", f"{rank:05d}.npz"),
+            removed=np.array(sorted(out), dtype=np.int64).reshape(-1, 3),
+        )
+
+
+class LineRemovals(_Step):
+    """One task: every bucket's removed lines, written as one removal list per shard."""
+
+    def __init__(self, stage: ParagraphStage, scratch: str) -> None:
+        super().__init__(stage)
+        self.scratch = scratch
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        by_shard: dict[int, list[tuple[int, int]]] = {}
+        for url in fs.glob(fs.join(self.scratch, "line-buckets", "*.npz")):
+            for s, d, line in _load(url)["removed"].tolist():
+                by_shard.setdefault(s, []).append((d, line))
+        for s, items in sorted(by_shard.items()):
+            write_removals(self.stage.out_dir, s, items)
+        report = component_report({}, [], 0, {})
+        report["counters"] = {"lines_removed": sum(len(v) for v in by_shard.values())}
+        report["engine"] = "datatrove"
+        self.stage.write_global_report(report)

@@ -1,0 +1,190 @@
+"""``build_mixture --engine datatrove``: the same bytes as the Beam engine, and resumable after a kill."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_build, tree_digest
+from tests.slurm_cluster import ensure_installed, local_cluster
+
+# What may differ between engines: the global phases' run statistics (Beam's shuffle bytes and metrics, datatrove's
+# own counts), the run record, and datatrove's logs.
+ENGINE_RECORDS = ("global.json", "experiment.json")
+
+
+def comparable(out: Path) -> dict[str, str]:
+    """Digest of every output file the two engines must write identically."""
+    digest = {}
+    for path, h in tree_digest(out).items():
+        if path.startswith("_datatrove/") or path.rsplit("/", 1)[-1] in ENGINE_RECORDS:
+            continue
+        if path.endswith("/stage.json"):
+            doc = json.loads((out / path).read_text())
+            doc.pop("dedup", None)  # the global report (run statistics), also in global.json
+            h = json.dumps(doc, sort_keys=True)
+        digest[path] = h
+    return digest
+
+
+def dt_build(mixture: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pipelines.build_mixture",
+        "--mixture",
+        str(mixture),
+        "--output",
+        str(out),
+        "--engine",
+        "datatrove",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def datatrove_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("dt") / "out"
+    proc = run_build(
+        "--mixture", str(small_mixture), "--output", str(out), "--engine", "datatrove", "--workers", "2"
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, proc
+
+
+def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
+    beam_out, _ = built_small
+    dt_out, proc = datatrove_small
+    assert (dt_out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
+    beam, dt = comparable(beam_out), comparable(dt_out)
+    assert sorted(dt) == sorted(beam)
+    caches = [p for p in beam if "/tokenize-" in p]
+    assert len(caches) > 10  # zarr arrays, ledgers and markers of every source's cache
+    for path in beam:
+        assert dt[path] == beam[path], f"{path} differs between the Beam and datatrove engines"
+    # the dedup global phase ran as datatrove's file-based stages, each with datatrove's completion markers
+    phases = {p.parent.parent.parent.name for p in (dt_out / "_datatrove").rglob("completions/*")}
+    assert {
+        "signatures",
+        "buckets",
+        "clusters",
+        "lines",
+        "line-buckets",
+        "removals",
+        "shards",
+        "finish",
+    } <= phases
+    # datatrove's stats carry datapipe's counts
+    stats = [json.loads(p.read_text()) for p in (dt_out / "_datatrove").rglob("shards/tasks-*/stats/*.json")]
+    kept = sum(step["stats"].get("docs_kept", {}).get("total", 0) for st in stats for step in st)
+    assert kept == sum(
+        json.loads(p.read_text())["counts"]["docs_kept"] for p in dt_out.glob("*/*/stage.json")
+    )
+    assert (json.loads((dt_out / "experiment.json").read_text()))["runner"] == "datatrove-local"
+
+
+def test_rerun_skips_everything(small_mixture, datatrove_small):
+    out, _ = datatrove_small
+    before = tree_digest(out)
+    proc = run_build("--mixture", str(small_mixture), "--output", str(out), "--engine", "datatrove")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert " ran in " not in proc.stdout and "skipped (cached)" in proc.stdout
+    after = tree_digest(out)
+    assert {k: v for k, v in after.items() if "experiment" not in k} == {
+        k: v for k, v in before.items() if "experiment" not in k
+    }
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("moment", ["signatures", "shards"])
+def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, tmp_path, moment):
+    """SIGKILL once datatrove has marked a task of the dedup stage's ``moment`` phase complete, then a rerun: the
+    completed task is skipped (its log is not rewritten), and the output equals the uninterrupted build."""
+    ref, _ = datatrove_small
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        dt_build(small_mixture, out, "--workers", "1"),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pattern = f"_datatrove/*/dedup-*/{moment}/tasks-*/completions/*"
+    deadline = time.monotonic() + 300
+    while not list(out.glob(pattern)) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = sorted(out.glob(pattern))
+    assert done, f"the build ended before any {moment} task completed"
+    logs = {p: p.stat().st_mtime_ns for p in out.glob(f"_datatrove/*/dedup-*/{moment}/tasks-*/logs/task_*.log")}
+    finished_task_logs = {p: m for p, m in logs.items() if any(d.name in p.name for d in done)}
+    assert finished_task_logs
+    rerun = run_build("--mixture", str(small_mixture), "--output", str(out), "--engine", "datatrove")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    for path, mtime in finished_task_logs.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path}: a completed datatrove task ran again"
+    want = {
+        k: v for k, v in tree_digest(ref).items() if not k.startswith("_datatrove/") and "experiment" not in k
+    }
+    got = {
+        k: v for k, v in tree_digest(out).items() if not k.startswith("_datatrove/") and "experiment" not in k
+    }
+    assert got == want
+
+
+def test_bad_engine_flags_are_one_line_errors(small_mixture, tmp_path):
+    proc = run_build(
+        "--mixture",
+        str(small_mixture),
+        "--output",
+        str(tmp_path / "o"),
+        "--engine",
+        "datatrove",
+        "--runner=X",
+    )
+    assert (
+        proc.returncode == 2
+        and "error: unknown argument(s) with --engine datatrove: --runner=X" in proc.stderr
+    )
+    proc = run_build(
+        "--mixture",
+        str(small_mixture),
+        "--output",
+        str(tmp_path / "o"),
+        "--engine",
+        "datatrove",
+        "--executor",
+        "slurm",
+    )
+    assert proc.returncode == 2 and "--partition" in proc.stderr
+
+
+@pytest.mark.slow
+def test_demo_mixture_on_a_local_slurm_cluster(tmp_path):
+    """A one-node Slurm cluster (munged + slurmctld + slurmd) on localhost: the demo mixture submitted through
+    datatrove's SlurmPipelineExecutor as a chain of array jobs writes what the local executor writes."""
+    why = ensure_installed()
+    if why:
+        pytest.skip(f"no Slurm here: {why}")
+    local, on_slurm = tmp_path / "local", tmp_path / "slurm"
+    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(local), "--engine", "datatrove")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with local_cluster(tmp_path / "cluster") as env:
+        cmd = dt_build(Path("dclm_phase3.yaml"), on_slurm, "--executor", "slurm", "--partition", "test")
+        proc = subprocess.run(
+            [*cmd, "--mem-per-cpu-gb", "1"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800
+        )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert proc.stdout.count(" ran in ") == sum(1 for _ in local.glob("*/*/stage.json"))
+    scripts = list(on_slurm.glob("_datatrove/*/*/*/tasks-*/launch_script.slurm"))
+    assert scripts and all("#SBATCH --partition=test" in s.read_text() for s in scripts)
+    assert list(on_slurm.glob("_datatrove/*/*/shards/tasks-*/slurm_logs/*.out"))  # the tasks ran as Slurm jobs
+    assert (on_slurm / "mixture.json").read_bytes() == (local / "mixture.json").read_bytes()
+    assert comparable(on_slurm) == comparable(local)
+    assert json.loads((on_slurm / "experiment.json").read_text())["runner"] == "datatrove-slurm"
