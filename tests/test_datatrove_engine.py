@@ -122,7 +122,9 @@ def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, 
     proc.wait()
     done = sorted(out.glob(pattern))
     assert done, f"the build ended before any {moment} task completed"
-    logs = {p: p.stat().st_mtime_ns for p in out.glob(f"_datatrove/*/dedup-*/{moment}/tasks-*/logs/task_*.log")}
+    logs = {
+        p: p.stat().st_mtime_ns for p in out.glob(f"_datatrove/*/dedup-*/{moment}/tasks-*/logs/task_*.log")
+    }
     finished_task_logs = {p: m for p, m in logs.items() if any(d.name in p.name for d in done)}
     assert finished_task_logs
     rerun = run_build("--mixture", str(small_mixture), "--output", str(out), "--engine", "datatrove")
@@ -184,7 +186,9 @@ def test_demo_mixture_on_a_local_slurm_cluster(tmp_path):
     assert proc.stdout.count(" ran in ") == sum(1 for _ in local.glob("*/*/stage.json"))
     scripts = list(on_slurm.glob("_datatrove/*/*/*/tasks-*/launch_script.slurm"))
     assert scripts and all("#SBATCH --partition=test" in s.read_text() for s in scripts)
-    assert list(on_slurm.glob("_datatrove/*/*/shards/tasks-*/slurm_logs/*.out"))  # the tasks ran as Slurm jobs
+    assert list(
+        on_slurm.glob("_datatrove/*/*/shards/tasks-*/slurm_logs/*.out")
+    )  # the tasks ran as Slurm jobs
     assert (on_slurm / "mixture.json").read_bytes() == (local / "mixture.json").read_bytes()
     assert comparable(on_slurm) == comparable(local)
     assert json.loads((on_slurm / "experiment.json").read_text())["runner"] == "datatrove-slurm"
