@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.decon.stage import DeconStage
 from datapipe.dedup.stage import DedupStage, ParagraphStage
 from datapipe.extract.stage import ExtractStage
 from datapipe.filters.stage import FilterStage
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
+from datapipe.pii import PIIStage
 from datapipe.quality.stage import QualityStage
 from datapipe.stage import Stage, is_done
 from datapipe.tokenize.stage import TokenizeStage
@@ -95,6 +97,10 @@ def plan_mixture(
             later.append(("paragraphs", src.paragraphs.to_dict()))
         if src.quality is not None:
             later.append(("quality", src.quality.to_dict()))
+        if src.decon is not None:
+            later.append(("decon", src.decon.to_dict(mixture.data_root)))
+        if src.pii is not None:
+            later.append(("pii", src.pii.to_dict()))
         later.append(("tokenize", {**mixture.tokenizer.to_dict(), "sha256": tokenizer.sha256}))
         for name, config in later:  # each stage's input is the one before it
             stages.append(_make(src.name, name, config, [stages[-1].hash], mixture.output, shards))
@@ -116,6 +122,10 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
         return ParagraphStage(plan.source.name, plan.source.paragraphs, upstream.out_dir, stage.out_dir)
     if stage.stage == "quality":
         return QualityStage(plan.source.name, plan.source.quality, upstream.out_dir, stage.out_dir)
+    if stage.stage == "decon":
+        return DeconStage(plan.source.name, plan.source.decon, upstream.out_dir, stage.out_dir)
+    if stage.stage == "pii":
+        return PIIStage(plan.source.name, plan.source.pii, upstream.out_dir, stage.out_dir)
     if stage.stage == "tokenize":
         return TokenizeStage(plan.source.name, mixture.tokenizer, upstream.out_dir, stage.out_dir)
     raise ValueError(f"unknown stage {stage.stage!r}")

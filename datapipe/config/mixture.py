@@ -96,6 +96,8 @@ class SourceConfig:
     dedup: Any = None  # datapipe.dedup.stage.DedupConfig | None
     paragraphs: Any = None  # datapipe.dedup.stage.ParagraphConfig | None
     quality: Any = None  # datapipe.quality.stage.QualityConfig | None
+    decon: Any = None  # datapipe.decon.stage.DeconConfig | None
+    pii: Any = None  # datapipe.pii.PIIConfig | None
     description: str = ""
     real_location: str = ""
 
@@ -198,6 +200,40 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
     return out
 
 
+def _decon(doc: dict | None, root: str, file: str, source: str) -> Any:
+    """Evaluation files are globbed now (under the data root), so a set that matches nothing is a config error."""
+    from datapipe.decon.stage import DeconConfig, EvalSet
+
+    if doc is None:
+        return None
+    sets = []
+    for i, s in enumerate(doc["eval_sets"]):
+        files: list[str] = []
+        for j, pattern in enumerate(s["paths"]):
+            url = fs.resolve(pattern, root)
+            matched = fs.glob(url)
+            if not matched:
+                raise ConfigError(
+                    file, f"sources.{source}.decon.eval_sets[{i}].paths[{j}]", f"no file matches {url!r}"
+                )
+            files.extend(m for m in matched if m not in files)
+        sets.append(
+            EvalSet(
+                s["name"],
+                tuple(files),
+                tuple(s.get("fields", ("question", "choices", "answer"))),
+                s.get("id_field", "id"),
+            )
+        )
+    return DeconConfig(eval_sets=tuple(sets), **{k: v for k, v in doc.items() if k != "eval_sets"})
+
+
+def _pii(doc: dict | None) -> Any:
+    from datapipe.pii import PIIConfig
+
+    return None if doc is None else PIIConfig(**doc)
+
+
 def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Any:
     from datapipe.quality.stage import DCLM_THRESHOLD, ClassifierRef, QualityConfig
 
@@ -292,6 +328,8 @@ def load_mixture(
                 filters=_filters(s.get("filters"), yaml_dir),
                 **_dedup(s.get("dedup")),
                 quality=_quality(s.get("quality"), yaml_dir, file, name),
+                decon=_decon(s.get("decon"), root, file, name),
+                pii=_pii(s.get("pii")),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
             )

@@ -1,0 +1,1 @@
+"""Decontamination against evaluation sets (stage ``decon``)."""

@@ -1,0 +1,167 @@
+"""The ``decon`` stage: documents (or paragraphs) that overlap an evaluation item are removed, or lose the overlap.
+
+Each worker builds the n-gram index once in ``setup`` from the evaluation files (a heavy resource, like a model);
+``keep`` asks it about each document, or each paragraph (line) with ``scope: paragraph``. ``action: remove`` drops a
+contaminated document (``decon/contaminated``); ``action: span`` drops only the lines that hold the matching
+n-grams (counted in ``decon/lines_removed``), and the document if nothing is left (``decon/nothing_left``). Which
+items were hit, and how often, is written per shard and summed into ``stage.json`` (``decon.items_hit``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from datapipe.decon.evalsets import read_items
+from datapipe.decon.index import EvalIndex
+from datapipe.decon.ngrams import text_words
+from datapipe.io import fs
+from datapipe.io.shards import Shard
+from datapipe.stage import DocumentStage
+from datapipe.stats import StageStats
+
+SCOPES = ("document", "paragraph")
+ACTIONS = ("remove", "span")
+TOP_ITEMS = 1000  # items listed in stage.json (the count of distinct items hit is always there)
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    paths: tuple[str, ...]  # resolved files (globs expanded by the config loader)
+    fields: tuple[str, ...] = ("question", "choices", "answer")
+    id_field: str | None = "id"
+
+
+@dataclass(frozen=True)
+class DeconConfig:
+    eval_sets: tuple[EvalSet, ...]
+    ngram: int = 13
+    min_words: int = 8
+    threshold: float = 0.5
+    scope: str = "document"
+    action: str = "remove"
+    max_exact_ngrams: int = 50_000_000
+    bloom_fp_rate: float = 1e-9
+
+    def to_dict(self, root: str = "") -> dict[str, Any]:
+        """The stage's config for its hash: files by name under the data root and size (as raw inputs are)."""
+
+        def rel(url: str) -> str:
+            return url[len(root) :].lstrip("/") if root and url.startswith(root) else url
+
+        return {
+            "eval_sets": [
+                {
+                    "name": s.name,
+                    "files": [{"file": rel(p), "size": fs.size(p)} for p in s.paths],
+                    "fields": list(s.fields),
+                    "id_field": s.id_field,
+                }
+                for s in self.eval_sets
+            ],
+            "ngram": self.ngram,
+            "min_words": self.min_words,
+            "threshold": self.threshold,
+            "scope": self.scope,
+            "action": self.action,
+            "max_exact_ngrams": self.max_exact_ngrams,
+            "bloom_fp_rate": self.bloom_fp_rate,
+        }
+
+
+def build_index(config: DeconConfig) -> EvalIndex:
+    items = [
+        item
+        for s in config.eval_sets
+        for url in s.paths
+        for item in read_items(s.name, url, s.fields, s.id_field)
+    ]
+    return EvalIndex.build(
+        items, config.ngram, config.min_words, config.threshold, config.max_exact_ngrams, config.bloom_fp_rate
+    )
+
+
+@dataclass
+class DeconStage(DocumentStage):
+    source: str
+    config: DeconConfig
+    input_dir: str
+    out_dir: str
+    name: str = "decon"
+    _index: EvalIndex | None = field(default=None, repr=False)
+    _hits: Counter = field(default_factory=Counter, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_index": None, "_hits": Counter()}
+
+    def setup(self) -> None:
+        if self._index is None:
+            self._index = build_index(self.config)
+
+    def begin_shard(self, shard: Shard) -> None:
+        self._hits = Counter()
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        assert self._index is not None
+        lines = doc["text"].split("\n")
+        words = [text_words(line) for line in lines]
+        units = (
+            [list(range(len(lines)))] if self.config.scope == "document" else [[i] for i in range(len(lines))]
+        )
+        drop: set[int] = set()
+        contaminated = False
+        for unit in units:
+            unit_words = [w for i in unit for w in words[i]]
+            hashes, starts, lengths = self._index.candidates(unit_words)
+            m = self._index.match(hashes, lengths)
+            if not m.contaminated:
+                continue
+            contaminated = True
+            for item in m.items:
+                self._hits[self._index.item_ids[item]] += 1
+            if self.config.action == "span":
+                line_of_word = np.array([i for i in unit for _ in words[i]], dtype=np.int64)
+                for s, n in zip(
+                    starts[np.isin(hashes, m.hashes)], lengths[np.isin(hashes, m.hashes)], strict=True
+                ):
+                    drop.update(line_of_word[s : s + n].tolist())
+        if not contaminated:
+            return True
+        stats.counters["decon/documents_hit"] += 1
+        if self.config.action == "remove":
+            stats.remove("decon/contaminated")
+            return False
+        stats.counters["decon/lines_removed"] += len(drop)
+        doc["text"] = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
+        if not doc["text"]:
+            stats.remove("decon/nothing_left")
+            return False
+        return True
+
+    def hits_url(self, shard: Shard) -> str:
+        return fs.join(self.out_dir, f"{shard.part}.hits.json")
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        stats = super().process_shard(shard)
+        assert self._index is not None
+        doc = {"index": self._index.stats, "items_hit": dict(sorted(self._hits.items()))}
+        fs.write_text_atomic(self.hits_url(shard), json.dumps(doc, sort_keys=True) + "\n")
+        return stats
+
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+        hits: Counter = Counter()
+        index: dict[str, Any] = {}
+        for shard in shards:
+            doc = json.loads(fs.read_text(self.hits_url(shard)))
+            hits.update(doc["items_hit"])
+            index = doc["index"]
+        top = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_ITEMS]
+        return {
+            **super().finalize(shards, stats),
+            "decon": {"index": index, "distinct_items_hit": len(hits), "items_hit": dict(top)},
+        }
