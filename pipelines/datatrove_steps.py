@@ -24,6 +24,7 @@ import json
 from typing import Any
 
 import numpy as np
+from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
 from datapipe.dedup.graph import bucket_pairs, local_components
@@ -31,8 +32,9 @@ from datapipe.dedup.minhash import jaccard
 from datapipe.dedup.stage import DedupStage, ParagraphStage, component_report, first_reason
 from datapipe.dedup.store import ShingleStore, write_removals
 from datapipe.io import fs
+from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
-from datapipe.stage import Stage, finish_stage, run_shard
+from datapipe.stage import DocumentStage, Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
 
 EDGE_BLOCK = 64  # as under Beam: kept edges are written per (shard, block of 64 documents)
@@ -80,11 +82,16 @@ class _Step(PipelineStep):
 
 
 class StageShards(_Step):
-    """The stage's per-shard work for this task's shards (heavy resources load once per task)."""
+    """The stage's per-shard work for this task's shards (heavy resources load once per task).
 
-    def __init__(self, stage: Stage, shards: tuple[Shard, ...]) -> None:
+    With ``emit_documents`` it also yields each shard's kept documents as datatrove ``Document``s (read back from
+    the committed part file), so datatrove steps can follow it (a writer, a datatrove filter) in the same pipeline.
+    """
+
+    def __init__(self, stage: Stage, shards: tuple[Shard, ...], emit_documents: bool = False) -> None:
         super().__init__(stage)
         self.shards = shards
+        self.emit_documents = emit_documents
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
@@ -94,6 +101,9 @@ class StageShards(_Step):
             for shard in mine(self.shards, rank, world_size):
                 with self.track_time():
                     self.count(run_shard(self.stage, shard))
+                if self.emit_documents and isinstance(self.stage, DocumentStage):
+                    for rec in read_records(self.stage.part_url(shard)):
+                        yield Document(text=rec["text"], id=rec["id"], metadata=rec.get("metadata") or {})
         finally:
             teardown = getattr(self.stage, "teardown", None)
             if teardown is not None:

@@ -90,6 +90,15 @@ def built_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.Compl
 
 
 @pytest.fixture(scope="session")
+def demo(tmp_path_factory) -> tuple[Path, str]:
+    """The bundled demo mixture (what `make demo` builds) on the Beam engine, built once; its output and stdout."""
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc.stdout
+
+
+@pytest.fixture(scope="session")
 def fixture_texts() -> list[str]:
     """The text of every document in the fixture corpora (HTML extracted with the default extractor)."""
     from datapipe.extract.html import HtmlExtractor

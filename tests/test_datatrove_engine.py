@@ -89,6 +89,22 @@ def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
     assert (json.loads((dt_out / "experiment.json").read_text()))["runner"] == "datatrove-local"
 
 
+def test_demo_mixture_on_the_local_executor_equals_beam(demo, tmp_path):
+    """The acceptance check: the bundled demo mixture (10 sources; dedup, paragraphs, quality) on
+    ``--engine datatrove --executor local`` writes the Beam engine's mixture.json and caches byte for byte."""
+    beam_out, _ = demo
+    out = tmp_path / "out"
+    proc = run_build(
+        "--mixture", "dclm_phase3.yaml", "--output", str(out), "--engine", "datatrove", "--executor", "local"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
+    beam, dt = comparable(beam_out), comparable(out)
+    assert sorted(dt) == sorted(beam)
+    assert sum("/tokenize-" in p for p in beam) >= 10 * 6  # every source's cache: arrays, ledger, markers
+    assert [p for p in beam if dt[p] != beam[p]] == []
+
+
 def test_rerun_skips_everything(small_mixture, datatrove_small):
     out, _ = datatrove_small
     before = tree_digest(out)
@@ -138,6 +154,42 @@ def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, 
         k: v for k, v in tree_digest(out).items() if not k.startswith("_datatrove/") and "experiment" not in k
     }
     assert got == want
+
+
+def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_path):
+    """``StageShards(emit_documents=True)`` in a datatrove pipeline before datatrove's own JsonlWriter: the writer
+    gets exactly the stage's kept documents (committed shards are read back, not redone)."""
+    import gzip
+
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.writers import JsonlWriter
+
+    from datapipe.config import check_inputs, load_mixture
+    from datapipe.io.jsonl import read_records
+    from datapipe.plan import make_stage, plan_mixture
+    from datapipe.tokenize.tokenizer import load_tokenizer
+    from pipelines.datatrove_steps import StageShards
+
+    out, _ = datatrove_small
+    mixture = load_mixture(str(small_mixture), output=str(out))
+    files = check_inputs(mixture, mixture.sources)
+    plans = plan_mixture(mixture, mixture.sources, files, load_tokenizer(mixture.tokenizer).identity)
+    sp = next(p for p in plans if any(st.stage == "filter" for st in p.stages))
+    st = sp.stage("filter")
+    step = StageShards(make_stage(mixture, sp, st), tuple(st.shards), emit_documents=True)
+    LocalPipelineExecutor(
+        [step, JsonlWriter(str(tmp_path / "docs"))], tasks=1, workers=1, logging_dir=str(tmp_path / "logs")
+    ).run()
+    written = []
+    for path in sorted((tmp_path / "docs").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt") as f:
+            written += [json.loads(line)["id"] for line in f]
+    kept = [
+        d["id"]
+        for shard in st.shards
+        for d in read_records(str(out / sp.source.name / st.dirname / f"{shard.part}.jsonl.zst"))
+    ]
+    assert written == kept and len(kept) > 10
 
 
 def test_bad_engine_flags_are_one_line_errors(small_mixture, tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -14,7 +16,7 @@ from datapipe.decon.stage import DeconConfig, DeconStage, EvalSet
 from datapipe.dedup.normalize import normalize
 from datapipe.pii import EMAIL, IP, PHONE, scrub
 from datapipe.stats import StageStats
-from tests.conftest import CORPORA, run_build, write_mixture
+from tests.conftest import CORPORA, REPO, run_build, write_mixture
 
 
 def _lines(text: str) -> list[str]:
@@ -73,7 +75,7 @@ def planted(fixture_texts):
             for ln in unique[i]
             if len(normalize(ln).split()) >= 3 * len(phrase.split())
         )
-        common_items.append({"id": f"c{k}", "question": phrase, "answer": tail})
+        common_items.append({"id": f"c{k}", "question": phrase + " " + tail})  # the phrase: under a third
         sources.update(i for i in range(len(docs)) if tail in docs[i])
     assert (
         len([it for it in items if it[0] == "long"]) == 40
@@ -88,14 +90,17 @@ def planted(fixture_texts):
         text = item["question"] if kind == "short" else item["question"] + "\n" + item["answer"]
         planted_docs.append((kind, item["id"], "\n".join(lines[:at] + [text] + lines[at:])))
     clean = [docs[i] for i in range(len(docs)) if i not in sources]
-    sharing_common = [t for t in clean if any(normalize(c["question"]) in normalize(t) for c in common_items)]
+    phrases = sorted(common)[: len(common_items)]
+    sharing_common = [t for t in clean if any(p in normalize(t) for p in phrases)]
     return [it for _, it in items] + common_items, planted_docs, clean, sharing_common
 
 
-def _stage(items: list[dict], tmp_path, **config) -> DeconStage:
+def _stage(items: list[dict], tmp_path, per_field_off: bool = False, **config) -> DeconStage:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     f = tmp_path / "evals.jsonl"
     f.write_text("".join(json.dumps(it) + "\n" for it in items))
-    stage = DeconStage("web", DeconConfig((EvalSet("fixture_eval", (str(f),)),), **config), "", str(tmp_path))
+    sets = (EvalSet("fixture_eval", (str(f),), per_field=not per_field_off),)
+    stage = DeconStage("web", DeconConfig(sets, **config), "", str(tmp_path))
     stage.setup()
     return stage
 
@@ -128,7 +133,7 @@ def test_every_planted_item_is_caught_and_common_phrases_are_not(planted, tmp_pa
     assert len(sharing_common) >= 3 and all(kept_common)
     if mode == "exact":
         assert fp == 0
-        assert sorted(stage._hits) == sorted(f"fixture_eval:{i}" for _, i, _ in planted_docs)
+        assert {h.split("#")[0] for h in stage._hits} == {f"fixture_eval:{i}" for _, i, _ in planted_docs}
     else:
         assert fp <= len(clean) // 100  # Bloom mode may flag more, never less
         assert stage._index.stats["false_positive_rate"] <= 1e-9
@@ -155,6 +160,28 @@ def test_span_action_drops_only_the_planted_lines(planted, tmp_path, scope):
             item["question"] + " " + item.get("answer", ""),
         }
         assert _lines(doc["text"]) == [ln for ln in _lines(text) if ln not in planted_lines], (kind, item_id)
+
+
+def test_a_leaked_question_alone_is_caught_per_field(planted, tmp_path):
+    """A question copied without its answer can share under half of the whole item's n-grams, but it shares all
+    of its own field's: per-field items catch it, whole items alone do not."""
+    items, _, clean, _ = planted
+
+    def grams(text: str) -> int:
+        return max(1, len(normalize(text).split()) - 12)
+
+    minor = [
+        it
+        for it in items
+        if it["id"].startswith("q")
+        and grams(it["question"]) < 0.5 * grams(it["question"] + " " + it["answer"])
+    ]
+    assert len(minor) >= 5
+    texts = [doc + "\n" + it["question"] for doc, it in zip(clean, minor, strict=False)]
+    kept, _ = _decide(_stage(items, tmp_path / "per_field"), texts)
+    assert not any(kept)
+    kept, _ = _decide(_stage(items, tmp_path / "whole_only", per_field_off=True), texts)
+    assert all(kept)
 
 
 def test_short_items_below_min_words_are_skipped_and_counted():
@@ -226,9 +253,23 @@ sources:
     assert proc.returncode == 0, proc.stderr[-3000:]
     decon = json.loads(next(out.glob("web/decon-*/stage.json")).read_text())
     assert decon["counts"]["removed"] == {"decon/contaminated": 60}
-    assert decon["decon"]["distinct_items_hit"] == 60 and decon["decon"]["index"]["mode"] == "exact"
+    assert decon["decon"]["index"]["mode"] == "exact"
+    assert {k.split("#")[0] for k in decon["decon"]["items_hit"]} == {
+        f"fixture_eval:{i}" for _, i, _ in planted_docs
+    }
     pii = json.loads(next(out.glob("web/pii-*/stage.json")).read_text())
     assert pii["counts"]["counters"]["pii/email"] >= 1 and pii["counts"]["counters"]["pii/phone"] >= 1
+    report = tmp_path / "report.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "datapipe.cli", "report", str(out), "--html", str(report)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    section = report.read_text().split('<section id="contamination">')[1].split("</section>")[0]
+    first = min(f"fixture_eval:{i}" for _, i, _ in planted_docs)  # items hit once each: listed by name
+    assert f"<td>{first}</td>" in section and "pii/email" in section and "pii/phone" in section
     bad = write_mixture(
         tmp_path, (tmp_path / "mix.yaml").read_text().replace("evals.jsonl", "nope-*.jsonl"), "bad.yaml"
     )

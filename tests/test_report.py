@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, run_build
+from tests.conftest import REPO
 
-SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "samples")
+SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples")
 
 
 def _chromium() -> str | None:
@@ -41,15 +41,6 @@ def _chromium() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return shutil.which("chromium")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The bundled demo mixture (what `make demo` builds), built once for these tests."""
-    out = tmp_path_factory.mktemp("demo") / "out"
-    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc.stdout
 
 
 @pytest.fixture(scope="module")

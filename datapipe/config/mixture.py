@@ -223,6 +223,7 @@ def _decon(doc: dict | None, root: str, file: str, source: str) -> Any:
                 tuple(files),
                 tuple(s.get("fields", ("question", "choices", "answer"))),
                 s.get("id_field", "id"),
+                s.get("per_field", True),
             )
         )
     return DeconConfig(eval_sets=tuple(sets), **{k: v for k, v in doc.items() if k != "eval_sets"})

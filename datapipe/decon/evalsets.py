@@ -26,8 +26,14 @@ def _field_text(value) -> str:
     return "" if value is None else str(value)
 
 
-def read_items(set_name: str, url: str, fields: tuple[str, ...], id_field: str | None) -> Iterator[EvalItem]:
-    """The items of one file. A JSONL line that is not an object, or lacks every field, is an error naming it."""
+def read_items(
+    set_name: str, url: str, fields: tuple[str, ...], id_field: str | None, per_field: bool = True
+) -> Iterator[EvalItem]:
+    """The items of one file. A JSONL line that is not an object, or lacks every field, is an error naming it.
+
+    With ``per_field`` a record of several fields is also one item per field (``<id>#<field>``), so a copy of the
+    question alone (a leaked prompt) is caught by its own share, not diluted by the answer's n-grams.
+    """
     text = fs.read_bytes(url).decode("utf-8", errors="replace")
     name = url.rsplit("/", 1)[-1]
     jsonl = url.endswith((".jsonl", ".json"))
@@ -49,3 +55,6 @@ def read_items(set_name: str, url: str, fields: tuple[str, ...], id_field: str |
         rid = rec.get(id_field) if id_field else None
         item_id = f"{set_name}:{rid}" if rid is not None else f"{set_name}:{name}:{lineno}"
         yield EvalItem(item_id, "\n".join(_field_text(rec[f]) for f in present))
+        if per_field and len(present) > 1:
+            for f in present:
+                yield EvalItem(f"{item_id}#{f}", _field_text(rec[f]))

@@ -27,6 +27,15 @@ from datapipe.decon.ngrams import ngram_hashes, text_words, word_hashes
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
+def _sieve(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """A table with a slot per value of a hash's top bits (about 16 slots per key, at most 2**28), set for keys."""
+    bits = min(28, max(16, (16 * max(1, len(keys))).bit_length()))
+    shift = 64 - bits
+    table = np.zeros(1 << bits, dtype=np.uint8)
+    table[keys >> np.uint64(shift)] = 1
+    return table, shift
+
+
 def size_class(count: int) -> int:
     """The power of two at or below ``count`` (0 for a short item, caught whole)."""
     return 0 if count <= 1 else 1 << (count.bit_length() - 1)
@@ -91,6 +100,8 @@ class EvalIndex:
     bloom: Bloom | None
     classes: tuple[int, ...]  # Bloom mode: the size classes present
     stats: dict[str, Any]
+    sieve: np.ndarray | None = None  # exact mode: one bit per top bits of a key, to skip most lookups cheaply
+    sieve_shift: int = 64
 
     @classmethod
     def build(
@@ -155,6 +166,7 @@ class EvalIndex:
                 bloom_hashes=bloom.k,
                 false_positive_rate=float(f"{bloom.fp_rate(distinct):.3g}"),
             )
+        sieve, shift = (None, 64) if keys is None else _sieve(keys)
         return cls(
             n,
             threshold,
@@ -167,6 +179,8 @@ class EvalIndex:
             bloom,
             classes,
             stats,
+            sieve,
+            shift,
         )
 
     def candidates(self, words: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -184,29 +198,32 @@ class EvalIndex:
         """Whether a text with these candidate hashes is contaminated, by which items, through which hashes."""
         if not len(hashes):
             return Match(False)
-        if self.bloom is not None:
-            longs = np.unique(hashes[lengths == self.n])
+        if self.bloom is not None:  # probe every occurrence; only the hits are made distinct (few)
+            longs = hashes[lengths == self.n]
             for cls in self.classes:
                 if cls == 0:  # items with one n-gram (short ones, or exactly n words): caught whole
-                    whole = np.unique(hashes)
-                    inside = self.bloom.contains(_salted(whole, 0))
-                    if inside.any():
-                        return Match(True, [], whole[inside])
+                    hit = np.unique(hashes[self.bloom.contains(_salted(hashes, 0))])
+                    if len(hit):
+                        return Match(True, [], hit)
                     continue
-                probe = _salted(longs, cls)
-                inside = self.bloom.contains(probe)
-                if inside.sum() >= math.ceil(self.threshold * cls):
-                    return Match(True, [], longs[inside])
+                hit = np.unique(longs[self.bloom.contains(_salted(longs, cls))])
+                if len(hit) >= math.ceil(self.threshold * cls):
+                    return Match(True, [], hit)
             return Match(False)
         assert self.keys is not None and self.offsets is not None and self.members is not None
         if not len(self.keys):
             return Match(False)
-        distinct = np.unique(hashes)
-        pos = np.minimum(np.searchsorted(self.keys, distinct), len(self.keys) - 1)
-        found = self.keys[pos] == distinct
+        assert self.sieve is not None
+        maybe = self.sieve[hashes >> np.uint64(self.sieve_shift)].astype(bool)
+        hashes = hashes[maybe]
+        if not len(hashes):
+            return Match(False)
+        pos = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        found = self.keys[pos] == hashes
         if not found.any():
             return Match(False)
-        hit_pos = pos[found]
+        hit_keys, first = np.unique(hashes[found], return_index=True)
+        hit_pos = pos[found][first]
         groups = [self.members[self.offsets[p] : self.offsets[p + 1]] for p in hit_pos]
         per_item = np.bincount(np.concatenate(groups), minlength=len(self.item_ids))
         items = np.flatnonzero(per_item / np.maximum(self.item_ngrams, 1) >= self.threshold)
@@ -214,5 +231,5 @@ class EvalIndex:
             return Match(False)
         bad = np.zeros(len(self.item_ids), dtype=bool)
         bad[items] = True
-        via = [h for h, g in zip(distinct[found], groups, strict=True) if bad[g].any()]
+        via = [h for h, g in zip(hit_keys, groups, strict=True) if bad[g].any()]
         return Match(True, items.tolist(), np.array(via, dtype=np.uint64))

@@ -17,7 +17,7 @@ _P = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier (golden ratio): a bijection
 
 
 def word_hashes(words: list[str]) -> np.ndarray:
-    return np.fromiter((xxhash.xxh3_64_intdigest(w) for w in words), dtype=np.uint64, count=len(words))
+    return np.fromiter(map(xxhash.xxh3_64_intdigest, words), dtype=np.uint64, count=len(words))
 
 
 def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:

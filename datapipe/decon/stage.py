@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from datapipe.decon.evalsets import read_items
-from datapipe.decon.index import EvalIndex
+from datapipe.decon.index import EvalIndex, Match
 from datapipe.decon.ngrams import text_words
 from datapipe.io import fs
 from datapipe.io.shards import Shard
@@ -35,6 +35,7 @@ class EvalSet:
     paths: tuple[str, ...]  # resolved files (globs expanded by the config loader)
     fields: tuple[str, ...] = ("question", "choices", "answer")
     id_field: str | None = "id"
+    per_field: bool = True  # each field of a record is an item too (a leaked question alone is caught)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class DeconConfig:
                     "files": [{"file": rel(p), "size": fs.size(p)} for p in s.paths],
                     "fields": list(s.fields),
                     "id_field": s.id_field,
+                    "per_field": s.per_field,
                 }
                 for s in self.eval_sets
             ],
@@ -79,7 +81,7 @@ def build_index(config: DeconConfig) -> EvalIndex:
         item
         for s in config.eval_sets
         for url in s.paths
-        for item in read_items(s.name, url, s.fields, s.id_field)
+        for item in read_items(s.name, url, s.fields, s.id_field, s.per_field)
     ]
     return EvalIndex.build(
         items, config.ngram, config.min_words, config.threshold, config.max_exact_ngrams, config.bloom_fp_rate
@@ -108,32 +110,36 @@ class DeconStage(DocumentStage):
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         assert self._index is not None
-        lines = doc["text"].split("\n")
-        words = [text_words(line) for line in lines]
-        units = (
-            [list(range(len(lines)))] if self.config.scope == "document" else [[i] for i in range(len(lines))]
-        )
-        drop: set[int] = set()
-        contaminated = False
-        for unit in units:
-            unit_words = [w for i in unit for w in words[i]]
-            hashes, starts, lengths = self._index.candidates(unit_words)
-            m = self._index.match(hashes, lengths)
-            if not m.contaminated:
-                continue
-            contaminated = True
-            for item in m.items:
-                self._hits[self._index.item_ids[item]] += 1
-            if self.config.action == "span":
+        remove = self.config.action == "remove"
+        if self.config.scope == "document" and remove:  # the common case needs no line bookkeeping
+            hashes, _, lengths = self._index.candidates(text_words(doc["text"]))
+            contaminated = self._count(self._index.match(hashes, lengths))
+            drop: set[int] = set()
+        else:
+            lines = doc["text"].split("\n")
+            words = [text_words(line) for line in lines]
+            units = (
+                [list(range(len(lines)))]
+                if self.config.scope == "document"
+                else [[i] for i in range(len(lines))]
+            )
+            drop, contaminated = set(), False
+            for unit in units:
+                hashes, starts, lengths = self._index.candidates([w for i in unit for w in words[i]])
+                m = self._index.match(hashes, lengths)
+                if not self._count(m):
+                    continue
+                contaminated = True
+                if remove:
+                    break
                 line_of_word = np.array([i for i in unit for _ in words[i]], dtype=np.int64)
-                for s, n in zip(
-                    starts[np.isin(hashes, m.hashes)], lengths[np.isin(hashes, m.hashes)], strict=True
-                ):
+                via = np.isin(hashes, m.hashes)
+                for s, n in zip(starts[via], lengths[via], strict=True):
                     drop.update(line_of_word[s : s + n].tolist())
         if not contaminated:
             return True
         stats.counters["decon/documents_hit"] += 1
-        if self.config.action == "remove":
+        if remove:
             stats.remove("decon/contaminated")
             return False
         stats.counters["decon/lines_removed"] += len(drop)
@@ -142,6 +148,13 @@ class DeconStage(DocumentStage):
             stats.remove("decon/nothing_left")
             return False
         return True
+
+    def _count(self, m: Match) -> bool:
+        """Count the items that hit a contaminated text; whether it is contaminated."""
+        assert self._index is not None
+        for item in m.items:
+            self._hits[self._index.item_ids[item]] += 1
+        return m.contaminated
 
     def hits_url(self, shard: Shard) -> str:
         return fs.join(self.out_dir, f"{shard.part}.hits.json")

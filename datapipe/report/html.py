@@ -1,8 +1,8 @@
 """``datapipe report``: one self-contained HTML file (plots embedded) about a finished build.
 
 Sections: the mixture (planned vs. available tokens), the removal funnel per source, score distributions with
-their cut-offs, length distributions, duplicate component sizes, and a sample of kept and removed documents per
-reason (text shortened and escaped). Nothing to serve: open the file.
+their cut-offs, length distributions, duplicate component sizes, evaluation items found in the data and PII
+replaced, and a sample of kept and removed documents per reason (text shortened and escaped). Nothing to serve: open the file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from datapipe import __version__
 from datapipe.report import plots
 from datapipe.report.collect import StageRecord, mixture_chains, token_plan
 
-SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "samples")
+SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples")
+TOP_ITEMS = 50  # evaluation items listed per decon stage (stage.json keeps up to 1,000)
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
@@ -129,6 +130,38 @@ def _duplicates(chains: dict[str, list[StageRecord]]) -> str:
     return "".join(out) or "<p>No deduplication in this build.</p>"
 
 
+def _contamination(chains: dict[str, list[StageRecord]]) -> str:
+    out = []
+    for source, chain in chains.items():
+        for r in chain:
+            decon = r.doc.get("decon")
+            if decon is not None:
+                index = decon.get("index", {})
+                hits = decon.get("items_hit", {})
+                rows = "".join(
+                    f"<tr><td>{html.escape(item)}</td><td class=n>{n:,}</td></tr>"
+                    for item, n in list(hits.items())[:TOP_ITEMS]
+                )
+                out.append(
+                    f"<h3>{html.escape(source)} / {r.dirname}</h3><p>index: {index.get('items', 0):,} items "
+                    f"({index.get('items_too_short', 0):,} too short), {index.get('distinct_ngrams', 0):,} distinct "
+                    f"{index.get('ngram', '?')}-grams, {html.escape(str(index.get('mode', '?')))}; "
+                    f"{decon.get('distinct_items_hit', 0):,} items hit "
+                    f"{r.counts.get('counters', {}).get('decon/documents_hit', 0):,} documents</p>"
+                    + (f"<table><tr><th>item</th><th>documents</th></tr>{rows}</table>" if rows else "")
+                )
+            pii = {k: v for k, v in r.counts.get("counters", {}).items() if k.startswith("pii/")}
+            if r.stage == "pii":
+                rows = "".join(
+                    f"<tr><td>{html.escape(k)}</td><td class=n>{v:,}</td></tr>" for k, v in pii.items()
+                )
+                out.append(
+                    f"<h3>{html.escape(source)} / {r.dirname}: PII replaced</h3>"
+                    + (f"<table>{rows}</table>" if rows else "<p>none found</p>")
+                )
+    return "".join(out) or "<p>No decontamination or PII scrubbing in this build.</p>"
+
+
 def _samples(chains: dict[str, list[StageRecord]], chars: int) -> str:
     out = []
     for source, chain in chains.items():
@@ -154,6 +187,7 @@ def render_report(output: str, train_tokens: int | None = None, sample_chars: in
         "scores": _scores(chains),
         "lengths": _lengths(chains),
         "duplicates": _duplicates(chains),
+        "contamination": _contamination(chains),
         "samples": _samples(chains, sample_chars),
     }
     titles = {
@@ -162,6 +196,7 @@ def render_report(output: str, train_tokens: int | None = None, sample_chars: in
         "scores": "Score distributions (cut-offs dashed)",
         "lengths": "Document lengths",
         "duplicates": "Duplicate component sizes",
+        "contamination": "Evaluation items found, and PII replaced",
         "samples": "Sample documents: kept, and removed by reason",
     }
     parts = [f'<section id="{k}"><h2>{titles[k]}</h2>{body[k]}</section>' for k in SECTIONS]
