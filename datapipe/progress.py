@@ -22,6 +22,12 @@ from datapipe.io.shards import Shard
 from datapipe.stage import is_done, stats_path
 
 
+def _show(stream: TextIO, tty: bool, text: str) -> None:
+    """Redraw the one progress line on a terminal; elsewhere, print it as a line of its own."""
+    stream.write("\r\x1b[2K" + text if tty else text + "\n")
+    stream.flush()
+
+
 class StageProgress:
     def __init__(
         self,
@@ -68,12 +74,7 @@ class StageProgress:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            text = self.line()
-            if self.tty:
-                self.stream.write("\r\x1b[2K" + text)
-            else:
-                self.stream.write(text + "\n")
-            self.stream.flush()
+            _show(self.stream, self.tty, self.line())
 
     def __enter__(self) -> StageProgress:
         self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
@@ -158,12 +159,8 @@ class WaveProgress:
             if not text:
                 continue
             with self._lock:
-                if self.tty:
-                    self.stream.write("\r\x1b[2K" + text)
-                    self._drawn = True
-                else:
-                    self.stream.write(text + "\n")
-                self.stream.flush()
+                _show(self.stream, self.tty, text)
+                self._drawn = self.tty
 
     def __enter__(self) -> WaveProgress:
         self._last = time.monotonic()

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import sys
 import time
+from dataclasses import fields
 
 from datapipe.config import check_inputs, load_mixture
 from datapipe.errors import DatapipeError
@@ -266,19 +267,9 @@ def make_engine(args: argparse.Namespace, extra: list[str]) -> Engine:
         return BeamEngine(extra)
     if extra:
         raise DatapipeError(f"unknown argument(s) with --engine datatrove: {' '.join(extra)}")
-    return DatatroveEngine(
-        DatatroveOptions(
-            executor=args.executor,
-            tasks=args.tasks,
-            workers=args.workers,
-            buckets=args.buckets,
-            partition=args.partition,
-            qos=args.qos,
-            time=args.time,
-            cpus_per_task=args.cpus_per_task,
-            mem_per_cpu_gb=args.mem_per_cpu_gb,
-        )
-    )
+    flags = vars(args)  # the datatrove flags are named as DatatroveOptions' fields
+    names = [f.name for f in fields(DatatroveOptions)]
+    return DatatroveEngine(DatatroveOptions(**{n: flags[n] for n in names if n in flags}))
 
 
 def print_summary(plans: list[SourcePlan]) -> None:

@@ -89,13 +89,13 @@ def stage_jobs(mixture, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -
             jobs += [
                 job("signatures", steps.DedupSignatures(stage, shards, scratch), per_shard),
                 job("buckets", steps.DedupBuckets(stage, shards, scratch), opts.buckets),
-                job("clusters", steps.DedupClusters(stage, scratch), 1),
+                job("clusters", steps.DedupClusters(stage, scratch=scratch), 1),
             ]
         elif isinstance(stage, ParagraphStage):
             jobs += [
                 job("lines", steps.LineKeys(stage, shards, scratch), per_shard),
                 job("line-buckets", steps.LineBuckets(stage, shards, scratch), opts.buckets),
-                job("removals", steps.LineRemovals(stage, scratch), 1),
+                job("removals", steps.LineRemovals(stage, scratch=scratch), 1),
             ]
         else:
             raise DatapipeError(

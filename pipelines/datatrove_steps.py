@@ -29,7 +29,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from datapipe.dedup.graph import bucket_pairs, local_components
 from datapipe.dedup.minhash import jaccard
-from datapipe.dedup.stage import DedupStage, ParagraphStage, component_report, first_reason
+from datapipe.dedup.stage import component_report, first_reason
 from datapipe.dedup.store import ShingleStore, write_removals
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
@@ -63,14 +63,14 @@ def _split128(values: list[int]) -> np.ndarray:
 
 
 class _Step(PipelineStep):
+    """A step over one datapipe stage; ``shards`` and ``scratch`` (the phase files' folder) as the step needs."""
+
     type = "datapipe"
 
-    def __init__(self, stage: Stage) -> None:
-        self.name = (
-            f"{stage.source}/{stage.name} {type(self).__name__}"  # datatrove's stats are named from it
-        )
+    def __init__(self, stage: Any, shards: tuple[Shard, ...] = (), scratch: str = "") -> None:
+        self.name = f"{stage.source}/{stage.name} {type(self).__name__}"  # names datatrove's stats
         super().__init__()
-        self.stage = stage
+        self.stage, self.shards, self.scratch = stage, shards, scratch
 
     def count(self, stats: StageStats) -> None:
         self.stat_update("docs_in", value=stats.docs_in)
@@ -89,8 +89,7 @@ class StageShards(_Step):
     """
 
     def __init__(self, stage: Stage, shards: tuple[Shard, ...], emit_documents: bool = False) -> None:
-        super().__init__(stage)
-        self.shards = shards
+        super().__init__(stage, shards)
         self.emit_documents = emit_documents
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
@@ -114,8 +113,7 @@ class FinishStage(_Step):
     """One task: every shard's committed statistics -> ``stage.json`` and ``_SUCCESS``."""
 
     def __init__(self, stage: Stage, shards: tuple[Shard, ...], record: dict[str, Any]) -> None:
-        super().__init__(stage)
-        self.shards = shards
+        super().__init__(stage, shards)
         self.record = record
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
@@ -130,10 +128,6 @@ class FinishStage(_Step):
 
 class DedupSignatures(_Step):
     """Per shard: ``(text hash, ref)`` and ``(band, key, ref)`` arrays, and the shingle sets for verification."""
-
-    def __init__(self, stage: DedupStage, shards: tuple[Shard, ...], scratch: str) -> None:
-        super().__init__(stage)
-        self.shards, self.scratch = shards, scratch
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
@@ -153,10 +147,6 @@ class DedupSignatures(_Step):
 
 class DedupBuckets(_Step):
     """Task ``b`` of ``B``: exact groups and LSH buckets whose key falls to it; candidate pairs verified."""
-
-    def __init__(self, stage: DedupStage, shards: tuple[Shard, ...], scratch: str) -> None:
-        super().__init__(stage)
-        self.shards, self.scratch = shards, scratch
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
@@ -203,10 +193,6 @@ class DedupBuckets(_Step):
 
 class DedupClusters(_Step):
     """One task: components over every bucket's edges; removal lists, ``components.json``, ``global.json``."""
-
-    def __init__(self, stage: DedupStage, scratch: str) -> None:
-        super().__init__(stage)
-        self.scratch = scratch
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
@@ -267,10 +253,6 @@ class DedupClusters(_Step):
 class LineKeys(_Step):
     """Per shard: ``(hash of the normalized line, ref)`` for every line with text."""
 
-    def __init__(self, stage: ParagraphStage, shards: tuple[Shard, ...], scratch: str) -> None:
-        super().__init__(stage)
-        self.shards, self.scratch = shards, scratch
-
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
             yield from data
@@ -288,10 +270,6 @@ class LineKeys(_Step):
 
 class LineBuckets(_Step):
     """Task ``b``: of each line hash falling to it, every occurrence but the first is removed."""
-
-    def __init__(self, stage: ParagraphStage, shards: tuple[Shard, ...], scratch: str) -> None:
-        super().__init__(stage)
-        self.shards, self.scratch = shards, scratch
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
@@ -315,10 +293,6 @@ class LineBuckets(_Step):
 
 class LineRemovals(_Step):
     """One task: every bucket's removed lines, written as one removal list per shard."""
-
-    def __init__(self, stage: ParagraphStage, scratch: str) -> None:
-        super().__init__(stage)
-        self.scratch = scratch
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:

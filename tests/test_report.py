@@ -243,3 +243,39 @@ def test_progress_lines_follow_committed_shards(tmp_path):
     assert (
         "3/4 shards  30 docs  3.0 MiB" in lines[-1] and "ETA" in lines[-1] and "\r" not in stream.getvalue()
     )
+
+
+def test_wave_progress_reports_each_stage_as_its_success_appears(tmp_path):
+    """Two stages in one wave: progress lines for the one under way, and a report per stage in finishing order."""
+    import io
+    import time
+
+    from datapipe.io.shards import Shard
+    from datapipe.progress import WaveProgress
+    from datapipe.stage import stats_path
+
+    shards = [Shard(i, f"file://{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
+    dirs = [tmp_path / "filter", tmp_path / "dedup"]
+    for d in dirs:
+        d.mkdir()
+    done: list[tuple[int, float]] = []
+    stream = io.StringIO()
+    with WaveProgress(
+        [("web filter", str(dirs[0]), shards), ("web dedup", str(dirs[1]), shards)],
+        lambda i, s: done.append((i, s)),
+        stream=stream,
+        interval_s=0.05,
+        tick_s=0.02,
+    ):
+        for d in dirs:
+            for shard in shards:
+                with open(stats_path(str(d), shard), "w") as f:
+                    json.dump({"stats": {"docs_in": 5, "bytes_in": 100}}, f)
+                time.sleep(0.1)
+            (d / "_SUCCESS").write_text("")
+            time.sleep(0.1)
+        assert [i for i, _ in done] == [0, 1]  # seen while the wave ran, not only at its end
+    assert all(0.1 < s < 2.0 for _, s in done)
+    lines = stream.getvalue().splitlines()
+    assert any(line.startswith("web filter 2/2 shards") for line in lines)
+    assert any(line.startswith("web dedup ") for line in lines)
