@@ -156,39 +156,48 @@ def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, 
     assert got == want
 
 
+STEP_THEN_WRITER = """
+import sys
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.writers import JsonlWriter
+from datapipe.config import check_inputs, load_mixture
+from datapipe.plan import make_stage, plan_mixture
+from datapipe.tokenize.tokenizer import load_tokenizer
+from pipelines.datatrove_steps import StageShards
+
+mixture_file, out, docs, logs = sys.argv[1:]
+mixture = load_mixture(mixture_file, output=out)
+files = check_inputs(mixture, mixture.sources)
+plans = plan_mixture(mixture, mixture.sources, files, load_tokenizer(mixture.tokenizer).identity)
+sp = next(p for p in plans if any(st.stage == "filter" for st in p.stages))
+st = sp.stage("filter")
+step = StageShards(make_stage(mixture, sp, st), tuple(st.shards), emit_documents=True)
+LocalPipelineExecutor([step, JsonlWriter(docs)], tasks=1, workers=1, logging_dir=logs).run()
+print(st.out_dir)
+"""
+
+
 def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_path):
     """``StageShards(emit_documents=True)`` in a datatrove pipeline before datatrove's own JsonlWriter: the writer
-    gets exactly the stage's kept documents (committed shards are read back, not redone)."""
+    gets exactly the stage's kept documents (committed shards are read back, not redone). In a child process:
+    datatrove's executor forks, which a test process that has loaded JAX must not do."""
     import gzip
 
-    from datatrove.executor import LocalPipelineExecutor
-    from datatrove.pipeline.writers import JsonlWriter
-
-    from datapipe.config import check_inputs, load_mixture
     from datapipe.io.jsonl import read_records
-    from datapipe.plan import make_stage, plan_mixture
-    from datapipe.tokenize.tokenizer import load_tokenizer
-    from pipelines.datatrove_steps import StageShards
 
     out, _ = datatrove_small
-    mixture = load_mixture(str(small_mixture), output=str(out))
-    files = check_inputs(mixture, mixture.sources)
-    plans = plan_mixture(mixture, mixture.sources, files, load_tokenizer(mixture.tokenizer).identity)
-    sp = next(p for p in plans if any(st.stage == "filter" for st in p.stages))
-    st = sp.stage("filter")
-    step = StageShards(make_stage(mixture, sp, st), tuple(st.shards), emit_documents=True)
-    LocalPipelineExecutor(
-        [step, JsonlWriter(str(tmp_path / "docs"))], tasks=1, workers=1, logging_dir=str(tmp_path / "logs")
-    ).run()
+    docs = tmp_path / "docs"
+    args = [str(small_mixture), str(out), str(docs), str(tmp_path / "logs")]
+    proc = subprocess.run(
+        [sys.executable, "-c", STEP_THEN_WRITER, *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stage_dir = Path(proc.stdout.strip().splitlines()[-1])
     written = []
-    for path in sorted((tmp_path / "docs").glob("*.jsonl.gz")):
+    for path in sorted(docs.glob("*.jsonl.gz")):
         with gzip.open(path, "rt") as f:
             written += [json.loads(line)["id"] for line in f]
-    kept = [
-        d["id"]
-        for shard in st.shards
-        for d in read_records(str(out / sp.source.name / st.dirname / f"{shard.part}.jsonl.zst"))
-    ]
+    kept = [d["id"] for part in sorted(stage_dir.glob("part-*.jsonl.zst")) for d in read_records(str(part))]
     assert written == kept and len(kept) > 10
 
 
