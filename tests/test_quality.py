@@ -161,3 +161,38 @@ def test_cli_trains_the_bundled_recipe(tmp_path, trained):
     assert proc.returncode == 0, proc.stderr
     assert "reusing" in proc.stdout and "F1" in proc.stdout
     assert np.isfinite(json.loads(next(tmp_path.glob("*/report.json")).read_text())["validation"]["f1"])
+
+
+def test_a_fresh_process_trains_the_same_model_and_a_diverging_recipe_is_a_config_error(
+    tmp_path, fixture_texts
+):
+    """The NaN retry trains in a spawned process: it gives the model this process would (same seed, one thread);
+    a learning rate that diverges in both is one ConfigError naming the recipe's fasttext field."""
+    from datapipe.errors import ConfigError
+    from datapipe.quality.train import train_in_fresh_process
+
+    data = tmp_path / "train.txt"
+    prose = [t for t in fixture_texts if "def " not in t and "import " not in t][:300]
+    code = [t for t in fixture_texts if "def " in t and "import " in t][:300]
+    lines = [
+        f"__label__{k} {' '.join(t.split()[:200])}" for k, ts in (("hq", prose), ("lq", code)) for t in ts
+    ]
+    data.write_text("\n".join(lines) + "\n")
+    hyper = {
+        "wordNgrams": 2,
+        "lr": 0.1,
+        "dim": 100,
+        "epoch": 5,
+        "minCount": 1,
+        "bucket": 50000,
+    }  # the recipe's
+    here = fasttext.train_supervised(input=str(data), thread=1, seed=3, verbose=0, **hyper)
+    child = train_in_fresh_process(str(data), 3, hyper)
+    assert child is not None
+    for text in fixture_texts[400:450]:
+        a, b = here.predict(preprocess(text), k=2), child.predict(preprocess(text), k=2)
+        assert a[0] == b[0] and np.allclose(a[1], b[1])
+    text = (BUNDLED / "fixture_quality.yaml").read_text().replace("lr: 0.1", "lr: 1.0e+30")
+    text = text.replace("data_root: ../tests/fixtures/corpora", f"data_root: {CORPORA}")
+    with pytest.raises(ConfigError, match="fasttext: training diverged"):
+        train(load_recipe(str(write_mixture(tmp_path, text, "diverge.yaml"))), str(tmp_path / "out"))
