@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -129,12 +130,13 @@ def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, 
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # the kill takes the whole build, datatrove's manager process included
     )
     pattern = f"_datatrove/*/dedup-*/{moment}/tasks-*/completions/*"
     deadline = time.monotonic() + 300
     while not list(out.glob(pattern)) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done = sorted(out.glob(pattern))
     assert done, f"the build ended before any {moment} task completed"
