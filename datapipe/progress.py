@@ -28,7 +28,26 @@ def _show(stream: TextIO, tty: bool, text: str) -> None:
     stream.flush()
 
 
-class StageProgress:
+class _Ticker:
+    """A daemon thread that runs ``self._run`` from ``_launch`` until ``_halt`` (both progress views use it)."""
+
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _launch(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
+        self._thread.start()
+
+    def _halt(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class StageProgress(_Ticker):
     def __init__(
         self,
         label: str,
@@ -77,20 +96,17 @@ class StageProgress:
             _show(self.stream, self.tty, self.line())
 
     def __enter__(self) -> StageProgress:
-        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
-        self._thread.start()
+        self._launch()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._halt()
         if self.tty:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
 
 
-class WaveProgress:
+class WaveProgress(_Ticker):
     """Several stages running in one pipeline (a wave): one progress line for those under way, and ``on_done``
     called as each stage's ``_SUCCESS`` appears, in the order they finish, with the seconds since the previous one
     finished (the first also carries the pipeline's start-up). Stages a wave finished but this thread did not see
@@ -164,14 +180,11 @@ class WaveProgress:
 
     def __enter__(self) -> WaveProgress:
         self._last = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
-        self._thread.start()
+        self._launch()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._halt()
         self.check()
         with self._lock:
             self._clear()

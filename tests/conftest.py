@@ -64,6 +64,20 @@ def write_mixture(folder: Path, text: str, name: str = "mix.yaml") -> Path:
     return path
 
 
+def build_cmd(mixture: Path, out: Path, *extra: str) -> list[str]:
+    """The ``build_mixture`` command line for a mixture and an output folder."""
+    return [
+        sys.executable,
+        "-m",
+        "pipelines.build_mixture",
+        "--mixture",
+        str(mixture),
+        "--output",
+        str(out),
+        *extra,
+    ]
+
+
 def run_build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pipelines.build_mixture", *args],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_build, tree_digest
+from tests.conftest import REPO, build_cmd, run_build, tree_digest
 from tests.slurm_cluster import ensure_installed, local_cluster
 
 # What may differ between engines: the global phases' run statistics (Beam's shuffle bytes and metrics, datatrove's
@@ -35,18 +35,7 @@ def comparable(out: Path) -> dict[str, str]:
 
 
 def dt_build(mixture: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pipelines.build_mixture",
-        "--mixture",
-        str(mixture),
-        "--output",
-        str(out),
-        "--engine",
-        "datatrove",
-        *extra,
-    ]
+    return build_cmd(mixture, out, "--engine", "datatrove", *extra)
 
 
 @pytest.fixture(scope="module")
@@ -204,29 +193,11 @@ def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_
 
 
 def test_bad_engine_flags_are_one_line_errors(small_mixture, tmp_path):
-    proc = run_build(
-        "--mixture",
-        str(small_mixture),
-        "--output",
-        str(tmp_path / "o"),
-        "--engine",
-        "datatrove",
-        "--runner=X",
-    )
-    assert (
-        proc.returncode == 2
-        and "error: unknown argument(s) with --engine datatrove: --runner=X" in proc.stderr
-    )
-    proc = run_build(
-        "--mixture",
-        str(small_mixture),
-        "--output",
-        str(tmp_path / "o"),
-        "--engine",
-        "datatrove",
-        "--executor",
-        "slurm",
-    )
+    base = ["--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--engine", "datatrove"]
+    proc = run_build(*base, "--runner=X")
+    assert proc.returncode == 2
+    assert "error: unknown argument(s) with --engine datatrove: --runner=X" in proc.stderr
+    proc = run_build(*base, "--executor", "slurm")
     assert proc.returncode == 2 and "--partition" in proc.stderr
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPORA, REPO, tree_digest, write_mixture
+from tests.conftest import CORPORA, REPO, build_cmd, tree_digest, write_mixture
 from tests.reliability import tally
 
 pytestmark = pytest.mark.reliability
@@ -39,19 +39,6 @@ sources:
     paths: [code/stdlib-00000.parquet]
     text_field: content
 """
-
-
-def _build_cmd(mix: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pipelines.build_mixture",
-        "--mixture",
-        str(mix),
-        "--output",
-        str(out),
-        *extra,
-    ]
 
 
 def _committed(out: Path) -> tuple[int, int]:
@@ -84,7 +71,7 @@ def kill_mix(tmp_path_factory) -> tuple[Path, Path, float]:
     folder = tmp_path_factory.mktemp("kills")
     mix = write_mixture(folder, KILL_MIX.format(root=CORPORA))
     t0 = time.perf_counter()
-    proc = subprocess.run(_build_cmd(mix, folder / "ref"), cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(build_cmd(mix, folder / "ref"), cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return mix, folder / "ref", time.perf_counter() - t0
 
@@ -103,9 +90,7 @@ def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
     for pair in range(0, trials, 2):
         outs = [tmp_path / f"t{t}" for t in (pair, pair + 1)]
         procs = [
-            subprocess.Popen(
-                _build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
+            subprocess.Popen(build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             for out in outs
         ]
         t0 = time.perf_counter()
@@ -116,9 +101,7 @@ def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
             proc.communicate()
             progress_at_kill.add(_committed(out))
         reruns = [
-            subprocess.Popen(
-                _build_cmd(mix, out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
+            subprocess.Popen(build_cmd(mix, out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             for out in outs
         ]
         for t, (out, proc) in enumerate(zip(outs, reruns, strict=True), start=pair):
@@ -140,10 +123,10 @@ def test_determinism_of_every_stage(kill_mix, tmp_path):
     mix, ref, _ = kill_mix
     two = tmp_path / "two_workers"
     workers = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
-    proc = subprocess.run(_build_cmd(mix, two, *workers), cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(build_cmd(mix, two, *workers), cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = tmp_path / "again"
-    proc = subprocess.run(_build_cmd(mix, again), cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(build_cmd(mix, again), cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     reference = stage_digests(ref)
     stages = [key for key in reference if "/" in key]  # stage folders (the manifest is checked too)
@@ -160,7 +143,7 @@ def test_a_second_build_on_the_same_output_refuses_or_waits(kill_mix, tmp_path):
     mix, _, _ = kill_mix
     out = tmp_path / "out"
     first = subprocess.Popen(
-        _build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     lease = out / "_LEASE.json"
     deadline = time.time() + 60
@@ -168,12 +151,12 @@ def test_a_second_build_on_the_same_output_refuses_or_waits(kill_mix, tmp_path):
         time.sleep(0.05)
     assert lease.exists()
     holder = json.loads(lease.read_text())
-    second = subprocess.run(_build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+    second = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
     assert second.returncode == 2
     assert second.stderr.count("\n") == 1 and "another build is writing here" in second.stderr
     assert f"pid {holder['pid']}" in second.stderr and "Traceback" not in second.stderr
     waiting = subprocess.run(
-        _build_cmd(mix, out, "--wait-lease", "120"), cwd=REPO, capture_output=True, text=True
+        build_cmd(mix, out, "--wait-lease", "120"), cwd=REPO, capture_output=True, text=True
     )
     assert first.wait() == 0
     assert waiting.returncode == 0, waiting.stderr[-2000:]
@@ -183,7 +166,7 @@ def test_a_second_build_on_the_same_output_refuses_or_waits(kill_mix, tmp_path):
     lease.write_text(
         json.dumps({"host": "elsewhere", "pid": 1, "run_id": "x", "heartbeat": time.time() - 3600})
     )
-    proc = subprocess.run(_build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0 and "taking over a stale lease" in proc.stderr
     assert not lease.exists()
 
