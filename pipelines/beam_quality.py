@@ -1,12 +1,14 @@
 """The global phase of the quality stage when it keeps a fraction: the cut-off as an approximate global quantile.
 
 shards | (score, tie-break) per document | ApproximateQuantiles.Globally | cut-off -> global.json
+
+It runs inside the build's pipeline, between the quality stage's input and its shard phase.
 """
 
 from __future__ import annotations
 
 from datapipe.quality.stage import QualityStage
-from pipelines.beam_quiet import PipelineOptions, beam
+from pipelines.beam_quiet import beam
 
 QUANTILES = 1001  # cut-offs in steps of 0.1%
 
@@ -24,13 +26,12 @@ class WriteCutoff(beam.DoFn):
         yield cutoff
 
 
-def run_quality_global(stage: QualityStage, shards: list, options: PipelineOptions) -> None:
-    with beam.Pipeline(options=options) as p:
-        _ = (
-            p
-            | "Shards" >> beam.Create(shards)
-            | "Spread" >> beam.Reshuffle()
-            | "Keys" >> beam.FlatMap(stage.selection_keys)
-            | "Quantiles" >> beam.transforms.stats.ApproximateQuantiles.Globally(QUANTILES)
-            | "Cutoff" >> beam.ParDo(WriteCutoff(stage))
-        )
+def quality_global(shards: beam.PCollection, stage: QualityStage, label: str) -> beam.PCollection:
+    """The cut-off on ``shards``; one element once ``global.json`` is written."""
+    return (
+        shards
+        | f"{label}/Spread" >> beam.Reshuffle()
+        | f"{label}/Keys" >> beam.FlatMap(stage.selection_keys)
+        | f"{label}/Quantiles" >> beam.transforms.stats.ApproximateQuantiles.Globally(QUANTILES)
+        | f"{label}/Cutoff" >> beam.ParDo(WriteCutoff(stage))
+    )

@@ -21,6 +21,7 @@ from datapipe.io.shards import Shard
 from datapipe.plan import StagePlan
 from datapipe.stage import Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
+from pipelines.beam_dedup import CC_ROUNDS, build_global
 from pipelines.beam_quiet import PipelineOptions, beam
 
 NAMESPACE = "datapipe"
@@ -55,11 +56,14 @@ class ProcessShard(beam.DoFn):
 class FinishStage(beam.DoFn):
     """Runs once with every shard's statistics: finalize, then stage.json and _SUCCESS."""
 
-    def __init__(self, stage: Stage, record: dict[str, Any]) -> None:
+    def __init__(self, stage: Stage, record: dict[str, Any], expected: int) -> None:
         self.stage = stage
         self.record = record
+        self.expected = expected  # shards
 
     def process(self, results: list[tuple[Shard, dict]]):
+        if len(results) != self.expected:
+            return  # the stage did not run (a global phase before it must run again): not finished
         shards = [r[0] for r in results]
         stats = [StageStats.from_dict(r[1]) for r in results]
         total = finish_stage(self.stage, shards, stats, self.record)
@@ -72,27 +76,44 @@ def _after(done: beam.PCollection, shards: tuple[Shard, ...], label: str) -> bea
 
 
 def build_stage(
-    p: beam.Pipeline, stage: Stage, plan: StagePlan, label: str, after: beam.PCollection | None = None
+    p: beam.Pipeline,
+    stage: Stage,
+    plan: StagePlan,
+    label: str,
+    after: beam.PCollection | None = None,
+    cc_rounds: int = CC_ROUNDS,
 ) -> beam.PCollection:
-    """The stage's transforms; the result holds one element once ``_SUCCESS`` is written."""
+    """The stage's transforms, its global phase first when it has one still to run; the result holds one element
+    once ``_SUCCESS`` is written (none when the global phase must run again)."""
     shards = (
         p | f"{label}/Shards" >> beam.Create(list(plan.shards))
         if after is None
         else _after(after, plan.shards, label)
     )
+    committed = build_global(shards, stage, f"{label}/Global", cc_rounds)
+    if committed is not None:
+        shards = _after(committed, plan.shards, f"{label}/Phase2")
     return (
         shards
         | f"{label}/Spread" >> beam.Reshuffle()
         | f"{label}/Process" >> beam.ParDo(ProcessShard(stage))
         | f"{label}/Gather" >> beam.combiners.ToList()
-        | f"{label}/Finish" >> beam.ParDo(FinishStage(stage, plan.record()))
+        | f"{label}/Finish" >> beam.ParDo(FinishStage(stage, plan.record(), len(plan.shards)))
     )
 
 
-def run_chains(chains: list[list[tuple[Stage, StagePlan]]], options: PipelineOptions) -> None:
-    """Run every chain (a source's consecutive stages, in order) in one pipeline, to completion (blocking)."""
+def run_chains(
+    chains: list[list[tuple[Stage, StagePlan]]],
+    options: PipelineOptions,
+    cc_rounds: dict[str, int] | None = None,
+) -> None:
+    """Run every chain (a source's stages, in order) in one pipeline, to completion (blocking). ``cc_rounds``:
+    connected-component rounds per dedup stage folder, for one that needs more than the default."""
+    rounds = cc_rounds or {}
     with beam.Pipeline(options=options) as p:
         for chain in chains:
             done = None
             for stage, plan in chain:
-                done = build_stage(p, stage, plan, f"{plan.source}/{plan.stage}", after=done)
+                done = build_stage(
+                    p, stage, plan, f"{plan.source}/{plan.stage}", done, rounds.get(plan.out_dir, CC_ROUNDS)
+                )

@@ -7,9 +7,9 @@
 Every argument this script does not know is handed to Beam's ``PipelineOptions`` unchanged; with none, the
 DirectRunner runs in this process (``--direct_running_mode=multi_processing --direct_num_workers=N`` uses N cores).
 Each stage's output is materialized under ``<output>/<source>/<stage>-<hash8>/``; a stage whose ``_SUCCESS`` exists
-is skipped, and a stage interrupted mid-way resumes from its committed shards. Consecutive stages of every source run
-together in one pipeline until a stage needs a global phase (dedup groups, a quality quantile), which runs between
-such waves.
+is skipped, and a stage interrupted mid-way resumes from its committed shards. On Beam the whole build is one
+pipeline: every source's stages in order, a stage's global phase (dedup groups, a quality quantile) between the
+stage before it and its own shards.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import argparse
 import hashlib
 import logging
 import sys
-import time
 from dataclasses import fields
 
 from datapipe.config import check_inputs, load_mixture
@@ -31,7 +30,7 @@ from datapipe.progress import WaveProgress
 from datapipe.quality.resolve import resolve_models
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
-from datapipe.stage import Stage, TwoPhaseStage, read_stage_json, remove_temporaries
+from datapipe.stage import Stage, TwoPhaseStage, is_done, read_stage_json, remove_temporaries
 from datapipe.store.cache import LEDGER
 from datapipe.store.manifest import Component, read_manifest, write_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
@@ -180,18 +179,6 @@ def _label(sp: SourcePlan, st: StagePlan) -> str:
     return f"  {sp.source.name:<18} {st.dirname:<18}"
 
 
-def _next_chain(mixture, sp: SourcePlan, queue: list[StagePlan]) -> list[tuple[Stage, StagePlan]]:
-    """Take from ``queue`` the source's stages for this wave: the next one, and those after it that need no global
-    phase (a global phase reads the whole output of the stage before, so it waits for the next wave)."""
-    chain: list[tuple[Stage, StagePlan]] = []
-    while queue:
-        stage = make_stage(mixture, sp, queue[0])
-        if chain and isinstance(stage, TwoPhaseStage) and not stage.global_done():
-            break
-        chain.append((stage, queue.pop(0)))
-    return chain
-
-
 def report_stage(sp: SourcePlan, st: StagePlan, seconds: float) -> None:
     """The line a finished stage prints: time, documents in and kept, removals by reason, tokens."""
     counts = read_stage_json(st.out_dir)["counts"]
@@ -204,9 +191,10 @@ def report_stage(sp: SourcePlan, st: StagePlan, seconds: float) -> None:
 
 
 class BeamEngine:
-    """Stages in waves: a wave is one pipeline holding, for every source, its next stages up to (not including)
-    the next one with a global phase still to run; those global phases (dedup groups, a quality quantile) run
-    between waves. A source without dedup or a kept fraction builds in a single pipeline."""
+    """The whole build as one pipeline: every source's remaining stages chained in order, a stage's global phase
+    (dedup groups, a quality quantile) inside it between the stage before and the stage's own shards. When a dedup
+    stage's components need more large-star/small-star rounds than it ran, that stage and those after it do not
+    finish; the engine runs what is left again with twice the rounds (a wave)."""
 
     def __init__(self, beam_args: list[str]) -> None:
         from pipelines.beam_quiet import PipelineOptions  # Beam is imported only when something runs
@@ -215,34 +203,47 @@ class BeamEngine:
         self.runner = str(self.options.get_all_options().get("runner") or "DirectRunner")
 
     def run(self, mixture, plans: list[SourcePlan]) -> None:
-        queues = [(sp, [st for st in sp.stages if not st.done]) for sp in plans]
-        while any(q for _, q in queues):
-            self.run_wave([(sp, _next_chain(mixture, sp, q)) for sp, q in queues if q])
+        from pipelines.beam_dedup import CC_ROUNDS, next_cc_rounds
 
-    def run_wave(self, chains: list[tuple[SourcePlan, list[tuple[Stage, StagePlan]]]]) -> None:
-        """Global phases of the chains' first stages, then one pipeline for all the chains; a line per stage as
-        it finishes (its time: since the stage before it finished, plus its own global phase)."""
-        from pipelines.beam_dedup import run_global
+        rounds: dict[str, int] = {}
+        pending = [(sp, [st for st in sp.stages if not st.done]) for sp in plans]
+        while pending := [(sp, q) for sp, q in pending if q]:
+            chains = [(sp, [(make_stage(mixture, sp, st), st) for st in q]) for sp, q in pending]
+            self.run_wave(chains, rounds)
+            pending = [(sp, [st for st in q if not is_done(st.out_dir)]) for sp, q in pending]
+            for sp, chain in chains:
+                for stage, st in chain:
+                    if not is_done(st.out_dir):  # a global phase that did not converge stopped its chain here
+                        if not isinstance(stage, TwoPhaseStage) or stage.global_done():
+                            raise DatapipeError(
+                                f"{st.out_dir}: the pipeline ended without finishing this stage"
+                            )
+                        rounds[st.out_dir] = next_cc_rounds(stage, rounds.get(st.out_dir, CC_ROUNDS))
+                        print(
+                            f"{_label(sp, st)} components need more rounds: again with {rounds[st.out_dir]}"
+                        )
+                        break
+
+    def run_wave(
+        self, chains: list[tuple[SourcePlan, list[tuple[Stage, StagePlan]]]], rounds: dict[str, int]
+    ) -> None:
+        """One pipeline for all the chains; a line per stage as it finishes (its time: since the stage before it
+        finished, its global phase included)."""
         from pipelines.beam_stage import run_chains
 
-        extra_s: dict[str, float] = {}
         watched: list[tuple[SourcePlan, StagePlan]] = []
         for sp, chain in chains:
-            for i, (stage, st) in enumerate(chain):
+            for _, st in chain:
                 remove_temporaries(st.out_dir)  # left by a run killed mid-write
-                if i == 0:
-                    t0 = time.perf_counter()
-                    run_global(stage, list(st.shards), self.options)  # dedup: keys -> groups -> removals
-                    extra_s[st.out_dir] = time.perf_counter() - t0
                 watched.append((sp, st))
 
         def done(i: int, seconds: float) -> None:
             sp, st = watched[i]
-            report_stage(sp, st, seconds + extra_s.get(st.out_dir, 0.0))
+            report_stage(sp, st, seconds)
 
         labels = [(_label(sp, st).strip(), st.out_dir, list(st.shards)) for sp, st in watched]
         with WaveProgress(labels, done):
-            run_chains([chain for _, chain in chains], self.options)
+            run_chains([chain for _, chain in chains], self.options, rounds)
 
 
 class DatatroveEngine:

@@ -21,6 +21,7 @@ from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star
 from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler, estimate, s_curve
 from datapipe.dedup.normalize import normalize
+from datapipe.dedup.store import read_edges
 from datapipe.io.jsonl import read_records
 from tests.conftest import CORPORA, run_build, write_mixture
 
@@ -185,6 +186,40 @@ def test_exact_and_paragraph_dedup_keep_first_occurrences(tmp_path):
     assert counts["counters"]["paragraphs/lines_removed"] == 2
     texts = [d["text"] for p in sorted(pp.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     assert texts == [long[0] + "\n" + shared, long[1], long[2], long[3]]
+
+
+def test_components_that_need_more_rounds_run_again(handbook, tmp_path):
+    """Forty windows over one real text, each shifted six words from the one before: consecutive windows are
+    near-duplicates (Jaccard ~0.88), windows two apart are not (~0.78), so the duplicates form one path in file
+    order, which needs six large-star/small-star rounds. The build's first attempt runs four; the dedup stage and
+    those after it must run again with eight and come out as union-find says."""
+    docs, _, _ = handbook
+    words = max((d["text"] for d in docs), key=lambda t: len(t.split())).split()
+    assert len(words) >= 6 * 40 + 100
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"text": " ".join(words[6 * i : 6 * i + 100])} for i in range(40)]
+    (data / "windows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    mix = write_mixture(
+        tmp_path,
+        f"name: w\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
+        "  s: {weight: 1, format: jsonl, paths: ['*.jsonl'],\n"
+        "      dedup: {exact: false, minhash: {preset: fineweb, keep_edges: true}}}\n",
+    )
+    out = tmp_path / "out"
+    proc = run_build("--mixture", str(mix), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "components need more rounds: again with 8" in proc.stdout
+    (stage,) = (out / "s").glob("dedup-*")
+    edges = read_edges(str(stage))
+    roots = local_components((a, b) for a, b, _ in edges)
+    assert len(set(roots.values())) == 1 and len(roots) >= 30  # one long path, as built
+    report = json.loads((stage / "stage.json").read_text())
+    assert report["dedup"]["cc_rounds"] == 8 and report["dedup"]["components"] == 1
+    assert report["counts"]["removed"] == {"dedup/minhash": sum(1 for u, r in roots.items() if u != r)}
+    kept = [d["id"] for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
+    assert kept == [f"windows.jsonl:{i}" for i in range(40) if roots.get((0, i), (0, i)) == (0, i)]
+    assert (out / "mixture.json").exists()
 
 
 def _reference_shingles(text: str, n: int = 5) -> np.ndarray:
