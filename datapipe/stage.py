@@ -205,6 +205,12 @@ class TwoPhaseStage(DocumentStage):
     def global_done(self) -> bool:
         return not self.needs_global or fs.exists(fs.join(self.out_dir, GLOBAL_SUCCESS))
 
+    def reset_global(self) -> None:
+        """Before a global phase runs (again): drop the decisions an unfinished attempt left, which may be those of
+        a components graph that had not converged, so that a shard the new attempt gives no list has none."""
+        if not self.global_done():
+            fs.remove(fs.join(self.out_dir, "removals"))
+
     def write_global_report(self, report: dict[str, Any]) -> None:
         fs.write_text_atomic(
             fs.join(self.out_dir, GLOBAL_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n"

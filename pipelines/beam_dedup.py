@@ -45,50 +45,109 @@ CC_ROUNDS = 4  # large-star/small-star rounds a first attempt runs; a graph that
 MAX_CC_ROUNDS = 64
 
 
+LARGEST = 10  # components the report lists
+
+
+def _largest_key(component: tuple) -> tuple:
+    size, members = component
+    return size, [-x for x in members[0]]
+
+
+class ReportFigures(beam.CombineFn):
+    """The run report from ``(kind, name, value)`` figures: ``sum`` (shuffle bytes, counters) and ``max`` (held
+    sizes) per name, and ``component`` values ``(size, members)`` into a size histogram in powers of two and the
+    largest few. Its accumulator stays small however many figures arrive."""
+
+    def create_accumulator(self):
+        return {"sum": {}, "max": {}, "histogram": {}, "largest": []}
+
+    def add_input(self, acc, figure):
+        kind, name, value = figure
+        if kind == "sum":
+            acc["sum"][name] = acc["sum"].get(name, 0) + value
+        elif kind == "max":
+            acc["max"][name] = max(acc["max"].get(name, 0), value)
+        else:
+            bucket = 1 << max(0, (value[0] - 1).bit_length())
+            acc["histogram"][bucket] = acc["histogram"].get(bucket, 0) + 1
+            acc["largest"].append(value)
+            if len(acc["largest"]) > 4 * LARGEST:
+                acc["largest"] = sorted(acc["largest"], key=_largest_key, reverse=True)[:LARGEST]
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = self.create_accumulator()
+        for a in accs:
+            for part, fn in (("sum", int.__add__), ("max", max), ("histogram", int.__add__)):
+                for k, v in a[part].items():
+                    out[part][k] = fn(out[part][k], v) if k in out[part] else v
+            out["largest"].extend(a["largest"])
+        out["largest"] = sorted(out["largest"], key=_largest_key, reverse=True)[:LARGEST]
+        return out
+
+    def extract_output(self, acc):
+        return {**acc, "largest": sorted(acc["largest"], key=_largest_key, reverse=True)[:LARGEST]}
+
+
+def _distinct(values) -> int:
+    return len(set(values))
+
+
+def _count(values) -> int:
+    return sum(1 for _ in values)
+
+
 class Figures:
-    """The run report's figures, computed inside the pipeline (the global phase and the stages after it share one
-    pipeline, so Beam's metrics, read when a pipeline ends, come too late): ``(name, value)`` pairs from branches
-    off the main flow, summed (shuffle bytes, counters) or maxed (held collection sizes) per name."""
+    """The figures of one global phase, from branches off its main flow, combined into one report element. The
+    global phase and the stages after it share the build's pipeline, so Beam's metrics (read when a pipeline
+    ends) would come too late; and the report element, combined from every figure, is what the commit waits for."""
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.sums: list[beam.PCollection] = []
-        self.maxes: list[beam.PCollection] = []
+        self.parts: list[beam.PCollection] = []
 
-    def shuffle(self, pcoll: beam.PCollection, name: str, step: str | None = None) -> beam.PCollection:
-        """Count the encoded bytes of what ``pcoll`` sends into a shuffle (as ``shuffle_bytes.<name>``, summed over
-        every ``step`` of that name); returns ``pcoll``."""
-        key = f"shuffle_bytes.{name}"
-        label = f"{self.label}/Bytes/{step or name}"
-        self.sums.append(pcoll | label >> beam.Map(lambda e: (key, len(CODER.encode(e)))))
-        return pcoll
+    def group(
+        self,
+        grouped: beam.PCollection,
+        step: str,
+        shuffle: str | None,
+        held: str | None = None,
+        size=_distinct,
+    ) -> beam.PCollection:
+        """Figures of a ``GroupByKey``'s output: the encoded bytes that went into it (``shuffle_bytes.<shuffle>``,
+        summed over steps) and the size of its largest group, which a ``DoFn`` holds (``held.<held>``)."""
 
-    def held(self, grouped: beam.PCollection, what: str, step: str, size=lambda vs: len(set(vs))) -> None:
-        """Record the largest group of ``grouped`` a DoFn materializes as ``held.<what>``."""
-        key = f"held.{what}"
-        self.maxes.append(grouped | f"{self.label}/Held/{step}" >> beam.Map(lambda kv: (key, size(kv[1]))))
+        def figures(kv):
+            key, values = kv
+            if shuffle:
+                yield "sum", f"shuffle_bytes.{shuffle}", sum(len(CODER.encode((key, v))) for v in values)
+            if held:
+                yield "max", f"held.{held}", size(values)
+
+        self.parts.append(grouped | f"{self.label}/Figures/{step}" >> beam.FlatMap(figures))
+        return grouped
 
     def count(self, pcoll: beam.PCollection, name: str, value=lambda _: 1) -> None:
-        key = f"counters.{name}"
-        self.sums.append(pcoll | f"{self.label}/Count/{name}" >> beam.Map(lambda e: (key, value(e))))
+        self.parts.append(
+            pcoll | f"{self.label}/Count/{name}" >> beam.Map(lambda e: ("sum", f"counters.{name}", value(e)))
+        )
 
-    def combined(self) -> tuple[beam.PCollection, beam.PCollection]:
-        """The sums and the maxima, each a PCollection of ``(name, value)`` to pass as ``AsDict``."""
-        p = self.sums[0].pipeline if self.sums else self.maxes[0].pipeline
-        out = []
-        for kind, parts, fn in (("Sums", self.sums, sum), ("Maxima", self.maxes, max)):
-            if not parts:
-                parts = [p | f"{self.label}/No{kind}" >> beam.Create([])]
-            out.append(
-                parts
-                | f"{self.label}/All{kind}" >> beam.Flatten()
-                | f"{self.label}/{kind}" >> beam.CombinePerKey(fn)
-            )
-        return out[0], out[1]
+    def add(self, pcoll: beam.PCollection) -> None:
+        """A PCollection of figures already."""
+        self.parts.append(pcoll)
+
+    def report(self) -> beam.PCollection:
+        """One element, the combined figures, once every branch is complete."""
+        return (
+            self.parts
+            | f"{self.label}/AllFigures" >> beam.Flatten()
+            | f"{self.label}/Report" >> beam.CombineGlobally(ReportFigures())
+        )
 
 
-def report_figures(sums: dict, maxes: dict) -> tuple[dict, dict, dict, int]:
-    """(counters, shuffle bytes per kind, held size per kind, largest held) from the figures' two dicts."""
+def report_figures(figures: dict) -> tuple[dict, dict, dict, int]:
+    """(counters, shuffle bytes per kind, held size per kind, largest held) from combined figures."""
+    sums, maxes = figures["sum"], figures["max"]
     counters = {k.split(".", 1)[1]: v for k, v in sorted(sums.items()) if k.startswith("counters.")}
     docs = max(1, counters.get("documents", 0))
     shuffle = {
@@ -96,7 +155,7 @@ def report_figures(sums: dict, maxes: dict) -> tuple[dict, dict, dict, int]:
         for k, v in sorted(sums.items())
         if k.startswith("shuffle_bytes.")
     }
-    held = {k.split(".", 1)[1]: v for k, v in sorted(maxes.items())}
+    held = {k.split(".", 1)[1]: v for k, v in sorted(maxes.items()) if k.startswith("held.")}
     return counters, shuffle, held, max(held.values(), default=0)
 
 
@@ -109,7 +168,7 @@ class SignShard(beam.DoFn):
 
     def process(self, shard):
         exact, bands, n = self.stage.sign_shard(shard)
-        yield beam.pvalue.TaggedOutput("documents", n)
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.documents", n))
         for element in exact:
             yield beam.pvalue.TaggedOutput("exact", element)
         for element in bands:
@@ -135,8 +194,8 @@ class BucketPairs(beam.DoFn):
 
 
 class VerifyPairs(beam.DoFn):
-    """Exact Jaccard of the two shingle sets, read from the shard files the sign pass wrote; rejected pairs go to
-    the ``rejected`` output (to be counted)."""
+    """Exact Jaccard of the two shingle sets, read from the shard files the sign pass wrote; counts go to the
+    ``figures`` output."""
 
     def __init__(self, stage_dir: str, threshold: float) -> None:
         self.stage_dir = stage_dir
@@ -147,12 +206,16 @@ class VerifyPairs(beam.DoFn):
 
     def process(self, element):
         _, pairs = element
+        verified = rejected = 0
         for a, b in sorted(pairs):
             j = jaccard(self.store.get(a), self.store.get(b))
             if j >= self.threshold:
+                verified += 1
                 yield a, b, round(j, 4)
             else:
-                yield beam.pvalue.TaggedOutput("rejected", 1)
+                rejected += 1
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.pairs_verified", verified))
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.pairs_rejected", rejected))
 
 
 class WriteEdges(beam.DoFn):
@@ -170,45 +233,53 @@ class WriteEdges(beam.DoFn):
         (shard, block), edges = element
         name = f"part-{shard:05d}-{block:05d}.json"
         fs.write_text_atomic(fs.join(self.stage_dir, "edges", name), json.dumps(sorted(edges)) + "\n")
-        yield shard
+        yield "sum", "files.edges", 1
 
 
 def _both_ways(edge):
-    a, b = edge
+    a, b = edge[0], edge[1]
     return [(a, b), (b, a)]
 
 
 def _star(fn):
+    """A star step over one node's neighbourhood, its edges emitted in both directions for the next grouping."""
+
     def apply(element):
         node, nbrs = element
-        return fn(node, set(nbrs))  # an edge can arrive more than once within a round
+        for a, b in fn(node, set(nbrs)):  # a set: an edge can arrive more than once within a round
+            yield a, b
+            yield b, a
 
     return apply
 
 
 def _roots(element):
-    """In star form every node but the root has exactly one neighbour, its root; a node that is not yet so is
-    sent to the ``unconverged`` output."""
+    """In star form every node but the root has exactly one neighbour, its root; a node that is not yet so counts
+    as ``unconverged``."""
     node, nbrs = element
     nbrs = set(nbrs)
     root = min(nbrs | {node})
     if root != node and len(nbrs) != 1:
-        yield beam.pvalue.TaggedOutput("unconverged", 1)
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "unconverged", 1))
     if root != node:
         yield node, root
 
 
+def _component_figures(element):
+    root, members = element
+    members = sorted(set(members) | {root})
+    yield "max", "held.component", len(members)
+    yield "component", "", (len(members), [list(m) for m in members])
+
+
 class WriteRemovals(beam.DoFn):
-    """One shard's sorted removal list; nothing when the components did not converge (side input), so a phase
-    that must run again leaves no list behind."""
+    """One shard's sorted removal list; yields a figure, so the report waits for every list."""
 
     def __init__(self, stage_dir: str, merge_reasons: bool) -> None:
         self.stage_dir = stage_dir
         self.merge_reasons = merge_reasons
 
-    def process(self, element, unconverged=0):
-        if unconverged:
-            return
+    def process(self, element):
         shard, items = element
         items = list(items)
         if self.merge_reasons:  # a document removed by several methods is named by the first in REASON_ORDER
@@ -217,60 +288,34 @@ class WriteRemovals(beam.DoFn):
                 by_doc.setdefault(idx, []).append((reason, survivor))
             items = [(idx, *first_reason(decisions)) for idx, decisions in by_doc.items()]
         write_removals(self.stage_dir, shard, items)
-        yield shard
+        yield "sum", "files.removals", 1
 
 
-class ComponentSizes(beam.CombineFn):
-    """Histogram of component sizes in powers of two: a bounded accumulator, however many components."""
+class WriteReport(beam.DoFn):
+    """Runs once, on the combined figures (so after every removal list is written): ``global.json`` and
+    ``_GLOBAL_SUCCESS``, then yields the element the shard phase waits for. A dedup phase whose components did not
+    converge in its rounds writes nothing and yields nothing: the engine runs it again with more."""
 
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, acc, size):
-        bucket = 1 << max(0, (size - 1).bit_length())
-        acc[bucket] = acc.get(bucket, 0) + 1
-        return acc
-
-    def merge_accumulators(self, accs):
-        out: dict[int, int] = {}
-        for a in accs:
-            for k, v in a.items():
-                out[k] = out.get(k, 0) + v
-        return out
-
-    def extract_output(self, acc):
-        return acc
-
-
-def _component(element):
-    root, members = element
-    members = sorted(set(members) | {root})
-    return len(members), [list(m) for m in members]
-
-
-class WriteDedupReport(beam.DoFn):
-    """Runs once every removal list is written (its input): ``global.json`` and ``_GLOBAL_SUCCESS``, then yields the
-    one element the shard phase waits for. Yields nothing when the components did not converge in this many
-    rounds: the engine runs the phase again with more."""
-
-    def __init__(self, stage: DedupStage, rounds: int | None) -> None:
+    def __init__(self, stage: DedupStage | ParagraphStage, rounds: int | None) -> None:
         self.stage = stage
         self.rounds = rounds
 
-    def process(self, _, sums, maxes, histogram, largest, unconverged):
-        if unconverged:
+    def process(self, figures):
+        if figures["sum"].get("unconverged"):
             return
-        counters, shuffle, held_by, held = report_figures(sums, maxes)
-        report = component_report({str(k): v for k, v in sorted(histogram.items())}, largest, held, shuffle)
+        counters, shuffle, held_by, held = report_figures(figures)
+        histogram = {str(k): v for k, v in sorted(figures["histogram"].items())}
+        largest = [[size, members] for size, members in figures["largest"]]
+        report = component_report(histogram, largest, held, shuffle)
         report["counters"] = counters
         report["largest_held_by_kind"] = held_by
         if self.rounds is not None:
-            report["cc_rounds"] = self.rounds
             import json
 
             from datapipe.io import fs
 
-            doc = {"histogram": {str(k): v for k, v in sorted(histogram.items())}, "largest": largest}
+            report["cc_rounds"] = self.rounds
+            doc = {"histogram": histogram, "largest": largest}
             fs.write_text_atomic(fs.join(self.stage.out_dir, "components.json"), json.dumps(doc) + "\n")
         self.stage.write_global_report(report)
         yield None
@@ -283,40 +328,36 @@ def dedup_global(
     element once ``_GLOBAL_SUCCESS`` is written (none when the components needed more than ``cc_rounds``)."""
     mh = stage.config.minhash
     fig = Figures(label)
-    p = shards.pipeline
     signed = (
         shards
         | f"{label}/Spread" >> beam.Reshuffle()
-        | f"{label}/Sign" >> beam.ParDo(SignShard(stage)).with_outputs("documents", "exact", "band")
+        | f"{label}/Sign" >> beam.ParDo(SignShard(stage)).with_outputs("figures", "exact", "band")
     )
-    fig.count(signed.documents, "documents", value=lambda n: n)
+    fig.add(signed.figures)
     removal_sets = []
     if stage.config.exact:
-        texts = fig.shuffle(signed.exact, "exact") | f"{label}/GroupText" >> beam.GroupByKey()
+        texts = fig.group(signed.exact | f"{label}/GroupText" >> beam.GroupByKey(), "Texts", "exact")
         removal_sets.append(texts | f"{label}/ExactRemovals" >> beam.FlatMap(exact_removals))
-    unconverged = p | f"{label}/Converged" >> beam.Create([0])
-    histogram = p | f"{label}/NoHistogram" >> beam.Create([{}])
-    largest = p | f"{label}/NoLargest" >> beam.Create([[]])
     if mh is not None:
-        buckets = fig.shuffle(signed.band, "bands") | f"{label}/GroupBands" >> beam.GroupByKey()
-        fig.held(buckets, "bucket", "Buckets")
+        buckets = signed.band | f"{label}/GroupBands" >> beam.GroupByKey()
         pairs = (
-            buckets
+            fig.group(buckets, "Bands", "bands", held="bucket")
             | f"{label}/Pairs" >> beam.ParDo(BucketPairs(mh.max_bucket_pairs))
             | f"{label}/DistinctPairs" >> beam.Distinct()
         )
         if mh.verify:
-            by_doc = pairs | f"{label}/ByDocAndShard" >> beam.Map(
-                lambda ab: ((ab[0][0], ab[0][1], ab[1][0]), ab)
+            grouped = (
+                pairs
+                | f"{label}/ByDocAndShard" >> beam.Map(lambda ab: ((ab[0][0], ab[0][1], ab[1][0]), ab))
+                | f"{label}/GroupShardPairs" >> beam.GroupByKey()
             )
-            grouped = fig.shuffle(by_doc, "pairs") | f"{label}/GroupShardPairs" >> beam.GroupByKey()
-            fig.held(grouped, "pairs", "Pairs", size=lambda vs: sum(1 for _ in vs))
-            verified = grouped | f"{label}/Verify" >> beam.ParDo(
-                VerifyPairs(stage.out_dir, mh.threshold)
-            ).with_outputs("rejected", main="edges")
+            verified = fig.group(
+                grouped, "Pairs", "pairs", held="pairs", size=_count
+            ) | f"{label}/Verify" >> beam.ParDo(VerifyPairs(stage.out_dir, mh.threshold)).with_outputs(
+                "figures", main="edges"
+            )
+            fig.add(verified.figures)
             edges = verified.edges
-            fig.count(edges, "pairs_verified")
-            fig.count(verified.rejected, "pairs_rejected")
         else:
             edges = pairs | f"{label}/Unverified" >> beam.Map(lambda ab: (ab[0], ab[1], None))
         if mh.keep_edges:
@@ -326,67 +367,51 @@ def dedup_global(
                 >> beam.Map(lambda e: ((min(e[0], e[1])[0], min(e[0], e[1])[1] // EDGE_BLOCK), e))
                 | f"{label}/GroupEdges" >> beam.GroupByKey()
             )
-            fig.held(blocks, "edges", "Edges", size=lambda vs: sum(1 for _ in vs))
-            _ = blocks | f"{label}/WriteEdges" >> beam.ParDo(WriteEdges(stage.out_dir))
-        edges = edges | f"{label}/DropWeights" >> beam.Map(lambda e: (e[0], e[1]))
+            fig.add(
+                fig.group(blocks, "Edges", None, held="edges", size=_count)
+                | f"{label}/WriteEdges" >> beam.ParDo(WriteEdges(stage.out_dir))
+            )
+        directed = edges | f"{label}/BothWays" >> beam.FlatMap(_both_ways)
         for r in range(cc_rounds):  # no Distinct between rounds: every star step takes a set of neighbours
             for step, fn in ((f"Large{r}", large_star), (f"Small{r}", small_star)):
-                both = edges | f"{label}/{step}/Both" >> beam.FlatMap(_both_ways)
-                grouped = fig.shuffle(both, "components", step) | f"{label}/{step}/Group" >> beam.GroupByKey()
-                fig.held(grouped, "neighbourhood", step)
-                edges = grouped | f"{label}/{step}/Star" >> beam.FlatMap(_star(fn))
-        final = (
-            edges
-            | f"{label}/Final/Both" >> beam.FlatMap(_both_ways)
+                grouped = directed | f"{label}/{step}/Group" >> beam.GroupByKey()
+                fig.group(grouped, step, "components", held="neighbourhood")
+                directed = grouped | f"{label}/{step}/Star" >> beam.FlatMap(_star(fn))
+        roots = (
+            directed
             | f"{label}/Final/Group" >> beam.GroupByKey()
+            | f"{label}/Roots" >> beam.FlatMap(_roots).with_outputs("figures", main="roots")
         )
-        roots = final | f"{label}/Roots" >> beam.FlatMap(_roots).with_outputs("unconverged", main="roots")
-        unconverged = roots.unconverged | f"{label}/Unconverged" >> beam.CombineGlobally(sum)
+        fig.add(roots.figures)
         removal_sets.append(
             roots.roots
             | f"{label}/MinhashRemovals"
             >> beam.Map(lambda nr: (nr[0][0], (nr[0][1], "dedup/minhash", nr[1])))
         )
-        by_root = roots.roots | f"{label}/ByRoot" >> beam.Map(lambda nr: (nr[1], nr[0]))
-        comp_groups = by_root | f"{label}/GroupComponents" >> beam.GroupByKey()
-        fig.held(comp_groups, "component", "Components", size=lambda vs: len(set(vs)) + 1)
-        components = comp_groups | f"{label}/Component" >> beam.Map(_component)
-        histogram = (
-            components
-            | f"{label}/Sizes" >> beam.Map(lambda c: c[0])
-            | f"{label}/Histogram" >> beam.CombineGlobally(ComponentSizes())
+        fig.add(
+            roots.roots
+            | f"{label}/ByRoot" >> beam.Map(lambda nr: (nr[1], nr[0]))
+            | f"{label}/GroupComponents" >> beam.GroupByKey()
+            | f"{label}/Components" >> beam.FlatMap(_component_figures)
         )
-        largest = components | f"{label}/Largest" >> beam.combiners.Top.Of(
-            10, key=lambda c: (c[0], [-x for x in c[1][0]])
-        )
-    written = _write_removals(removal_sets, stage.out_dir, True, fig, label, unconverged)
-    sums, maxes = fig.combined()
-    return written | f"{label}/Report" >> beam.ParDo(
-        WriteDedupReport(stage, cc_rounds if mh is not None else None),
-        beam.pvalue.AsDict(sums),
-        beam.pvalue.AsDict(maxes),
-        beam.pvalue.AsSingleton(histogram),
-        beam.pvalue.AsSingleton(largest),
-        beam.pvalue.AsSingleton(unconverged),
+    _write_removals(removal_sets, stage.out_dir, True, fig, label, shards.pipeline)
+    return fig.report() | f"{label}/Commit" >> beam.ParDo(
+        WriteReport(stage, cc_rounds if mh is not None else None)
     )
 
 
 def _write_removals(
-    removal_sets: list, stage_dir: str, merge: bool, fig: Figures, label: str, unconverged=None
-) -> beam.PCollection:
-    """Every ``(shard, decision)`` grouped by shard and written; the result holds one element (the written
-    shards' list) once all are written."""
-    p = fig.sums[0].pipeline
+    removal_sets: list, stage_dir: str, merge: bool, fig: Figures, label: str, p: beam.Pipeline
+) -> None:
+    """Every ``(shard, decision)`` grouped by shard and written; each write adds a figure."""
     if not removal_sets:
         removal_sets = [p | f"{label}/NoRemovals" >> beam.Create([])]
-    by_shard = fig.shuffle(removal_sets | f"{label}/AllRemovals" >> beam.Flatten(), "removals")
-    grouped = by_shard | f"{label}/GroupByShard" >> beam.GroupByKey()
-    fig.held(grouped, "removals", "Removals", size=lambda vs: sum(1 for _ in vs))
-    side = [] if unconverged is None else [beam.pvalue.AsSingleton(unconverged)]
-    return (
-        grouped
-        | f"{label}/WriteRemovals" >> beam.ParDo(WriteRemovals(stage_dir, merge_reasons=merge), *side)
-        | f"{label}/Written" >> beam.combiners.ToList()
+    grouped = (
+        removal_sets | f"{label}/AllRemovals" >> beam.Flatten() | f"{label}/GroupByShard" >> beam.GroupByKey()
+    )
+    fig.add(
+        fig.group(grouped, "Removals", "removals", held="removals", size=_count)
+        | f"{label}/WriteRemovals" >> beam.ParDo(WriteRemovals(stage_dir, merge_reasons=merge))
     )
 
 
@@ -396,7 +421,8 @@ class LineKeys(beam.DoFn):
 
     def process(self, shard):
         keys, docs = self.stage.line_keys(shard)
-        yield beam.pvalue.TaggedOutput("documents", docs)
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.documents", docs))
+        yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.lines", len(keys)))
         yield from keys
 
 
@@ -409,39 +435,19 @@ def paragraph_removals(element):
             yield ref[0], (ref[1], ref[2])
 
 
-class WriteParagraphReport(beam.DoFn):
-    def __init__(self, stage: ParagraphStage) -> None:
-        self.stage = stage
-
-    def process(self, _, sums, maxes):
-        counters, shuffle, held_by, held = report_figures(sums, maxes)
-        report = component_report({}, [], held, shuffle)
-        report["counters"] = counters
-        report["largest_held_by_kind"] = held_by
-        self.stage.write_global_report(report)
-        yield None
-
-
 def paragraphs_global(shards: beam.PCollection, stage: ParagraphStage, label: str) -> beam.PCollection:
     """The line-level global phase on ``shards``; one element once ``_GLOBAL_SUCCESS`` is written."""
     fig = Figures(label)
     keyed = (
         shards
         | f"{label}/Spread" >> beam.Reshuffle()
-        | f"{label}/LineKeys" >> beam.ParDo(LineKeys(stage)).with_outputs("documents", main="lines")
+        | f"{label}/LineKeys" >> beam.ParDo(LineKeys(stage)).with_outputs("figures", main="lines")
     )
-    fig.count(keyed.documents, "documents", value=lambda n: n)
-    fig.count(keyed.lines, "lines")
-    removals = (
-        fig.shuffle(keyed.lines, "lines")
-        | f"{label}/GroupLines" >> beam.GroupByKey()
-        | f"{label}/Removals" >> beam.FlatMap(paragraph_removals)
-    )
-    written = _write_removals([removals], stage.out_dir, False, fig, label)
-    sums, maxes = fig.combined()
-    return written | f"{label}/Report" >> beam.ParDo(
-        WriteParagraphReport(stage), beam.pvalue.AsDict(sums), beam.pvalue.AsDict(maxes)
-    )
+    fig.add(keyed.figures)
+    grouped = keyed.lines | f"{label}/GroupLines" >> beam.GroupByKey()
+    removals = fig.group(grouped, "Lines", "lines") | f"{label}/Removals" >> beam.FlatMap(paragraph_removals)
+    _write_removals([removals], stage.out_dir, False, fig, label, shards.pipeline)
+    return fig.report() | f"{label}/Commit" >> beam.ParDo(WriteReport(stage, None))
 
 
 def build_global(
@@ -467,6 +473,7 @@ def run_dedup_global(
     """The document-level global phase alone, as a pipeline of its own (benchmarks), with as many rounds as the
     components need; returns the report."""
     while True:
+        stage.reset_global()
         with beam.Pipeline(options=options) as p:
             dedup_global(p | "Shards" >> beam.Create(shards), stage, "Dedup", cc_rounds)
         if stage.global_done():

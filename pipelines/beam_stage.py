@@ -2,7 +2,7 @@
 
 One stage::
 
-    shards | Reshuffle | ParDo(ProcessShard) | ToList | ParDo(FinishStage)
+    shards | Reshuffle | ParDo(ProcessShard) | GroupByKey(one key) | ParDo(FinishStage)
 
 Consecutive stages of a source run as one chain in one pipeline: the next stage's shard list is emitted by the
 previous stage's ``FinishStage``, so it starts only after that stage's ``_SUCCESS`` is written, and every source's
@@ -50,20 +50,24 @@ class ProcessShard(beam.DoFn):
             beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.removed.{reason}").inc(n)
         if stats.tokens:
             beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.tokens").inc(stats.tokens)
-        yield shard, stats.to_dict()
+        yield None, (shard, stats.to_dict())  # one key: every shard's result reaches FinishStage
 
 
 class FinishStage(beam.DoFn):
-    """Runs once with every shard's statistics: finalize, then stage.json and _SUCCESS."""
+    """Runs once with every shard's statistics: finalize, then stage.json and _SUCCESS. A stage whose shards did not
+    run (a global phase before it must run again) sends it nothing, and stays unfinished."""
 
     def __init__(self, stage: Stage, record: dict[str, Any], expected: int) -> None:
         self.stage = stage
         self.record = record
         self.expected = expected  # shards
 
-    def process(self, results: list[tuple[Shard, dict]]):
+    def process(self, element: tuple[None, list[tuple[Shard, dict]]]):
+        results = list(element[1])
         if len(results) != self.expected:
-            return  # the stage did not run (a global phase before it must run again): not finished
+            raise RuntimeError(
+                f"{self.stage.out_dir}: {len(results)} shard results for {self.expected} shards"
+            )
         shards = [r[0] for r in results]
         stats = [StageStats.from_dict(r[1]) for r in results]
         total = finish_stage(self.stage, shards, stats, self.record)
@@ -97,7 +101,7 @@ def build_stage(
         shards
         | f"{label}/Spread" >> beam.Reshuffle()
         | f"{label}/Process" >> beam.ParDo(ProcessShard(stage))
-        | f"{label}/Gather" >> beam.combiners.ToList()
+        | f"{label}/Gather" >> beam.GroupByKey()
         | f"{label}/Finish" >> beam.ParDo(FinishStage(stage, plan.record(), len(plan.shards)))
     )
 

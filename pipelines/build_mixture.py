@@ -233,8 +233,10 @@ class BeamEngine:
 
         watched: list[tuple[SourcePlan, StagePlan]] = []
         for sp, chain in chains:
-            for _, st in chain:
+            for stage, st in chain:
                 remove_temporaries(st.out_dir)  # left by a run killed mid-write
+                if isinstance(stage, TwoPhaseStage):
+                    stage.reset_global()
                 watched.append((sp, st))
 
         def done(i: int, seconds: float) -> None:
