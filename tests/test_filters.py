@@ -13,6 +13,8 @@ from datatrove.pipeline.filters import (
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
@@ -248,3 +250,24 @@ def test_unknown_override_names_the_field():
     with pytest.raises(ConfigError) as info:
         build_chain("refinedweb", {"min_doc_words": "many"}, file="m.yaml", field="sources.web.filters")
     assert "expected a number" in info.value.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "ab", "ba", "abc", "c", "cab", "word", "."]), max_size=120))
+def test_ngram_counts_equal_datatrove(words):
+    """Top and duplicate n-gram characters equal datatrove's own functions on word lists full of repeats, and of
+    different splits of the same characters ("ab"+"c" vs "a"+"bc"), which its duplicate rule treats as equal."""
+    from datatrove.pipeline.filters.gopher_repetition_filter import (
+        find_all_duplicate,
+        find_top_duplicate,
+        get_n_grams,
+    )
+
+    from datapipe.filters.gopher import _NgramIndex
+
+    index = _NgramIndex(words)
+    for n in (2, 3, 4):
+        if len(words) >= n:
+            assert index.top_chars(n) == find_top_duplicate(get_n_grams(words, n))
+    for n in range(5, 11):
+        assert index.duplicate_chars(n) == find_all_duplicate(words, n)

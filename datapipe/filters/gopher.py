@@ -123,13 +123,19 @@ class _NgramIndex:
             key = cols[0].copy()
             for c in cols[1:]:
                 key = key * self.vocab_size + c
-            _, first, counts = np.unique(key, return_index=True, return_counts=True)
+            positions = _repeat_candidates(key)
+            if not len(positions):  # every n-gram once: the first one is the most common
+                best, start = 1, 0
+            else:
+                _, first, counts = np.unique(key[positions], return_index=True, return_counts=True)
+                best = int(counts.max())
+                start = int(positions[first[counts == best].min()]) if best > 1 else 0
         else:  # too many distinct words to pack n of them into 62 bits
             _, first, counts = np.unique(
                 np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True
             )
-        best = counts.max()
-        start = int(first[counts == best].min())
+            best = counts.max()
+            start = int(first[counts == best].min())
         chars = int(self.lengths[start : start + n].sum()) + n - 1
         return chars * int(best)
 
@@ -137,19 +143,23 @@ class _NgramIndex:
         """62-bit hash of each n-gram's concatenated characters (two 31-bit polynomial hashes)."""
         if self._prefix is None:
             codes = np.frombuffer("".join(self.words).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+            starts = np.concatenate([[0], self.ends[:-1]])  # each word's first character
             prefix = []
             for mod in (_M1, _M2):
                 pw, inv = _powers(mod, len(codes))
                 # P[i] = sum_{j<i} c_j * B^j: each term < 2^31, so the running sum stays exact in int64
                 terms = codes * pw[: len(codes)] % mod
-                prefix.append((np.concatenate([[0], np.cumsum(terms) % mod]), inv))
+                p = np.concatenate([[0], np.cumsum(terms) % mod])
+                # per word start: mod - P[start] (so a span's difference is positive) and B^-start
+                prefix.append((p, mod - p[starts], inv[starts]))
             self._prefix = prefix
         m = len(self.words) - n + 1
-        starts = np.concatenate([[0], self.ends[:-1]])[:m]
         stops = self.ends[n - 1 : n - 1 + m]
         out = np.zeros(m, dtype=np.int64)
-        for (p, inv), mod in zip(self._prefix, (_M1, _M2), strict=True):
-            h = (p[stops] - p[starts]) % mod * inv[starts] % mod  # shift the span to start at B^0
+        for (p, neg_start, inv_start), mod in zip(self._prefix, (_M1, _M2), strict=True):
+            # (P[stop] - P[start]) * B^-start, the span shifted to start at B^0: the difference plus mod is below
+            # 2^32 and B^-start below 2^31, so the product stays exact in int64 and one modulo suffices
+            h = (p[stops] + neg_start[:m]) * inv_start[:m] % mod
             out = (out << 31) | h
         return out
 
@@ -164,14 +174,18 @@ class _NgramIndex:
         if m <= 1:
             return 0
         hashes = self._hashes(n)
-        _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
-        candidates = np.flatnonzero(counts[inverse] > 1)
+        positions = _repeat_candidates(hashes)
+        if not len(positions):
+            return 0
+        _, inverse, counts = np.unique(hashes[positions], return_inverse=True, return_counts=True)
+        repeats = counts[inverse] > 1
+        candidates, inverse = positions[repeats], inverse[repeats]
         if not len(candidates):
             return 0
         seen: set[int] = set()
         repeated = 0
         next_idx = 0
-        groups = inverse[candidates].tolist()
+        groups = inverse.tolist()
         for pos, group in zip(candidates.tolist(), groups, strict=True):
             if pos < next_idx:
                 continue  # skipped by an earlier repeat
@@ -183,6 +197,15 @@ class _NgramIndex:
                 seen.add(group)
                 next_idx = pos + 1
         return repeated
+
+
+def _repeat_candidates(keys: np.ndarray) -> np.ndarray:
+    """Positions (ascending) whose key may occur more than once: those sharing a bucket of a table with at least
+    twice as many buckets as keys. Every repeated key is among them, and in most documents few others are, so the
+    exact sort that follows runs over a small part of the n-grams."""
+    size = 1 << (2 * len(keys)).bit_length()
+    bucket = (keys ^ (keys >> 29)) & (size - 1)
+    return np.flatnonzero(np.bincount(bucket, minlength=size)[bucket] > 1)
 
 
 _M1, _M2, _BASE = 2_147_483_647, 2_147_483_629, 1_000_003
