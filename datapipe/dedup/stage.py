@@ -15,7 +15,7 @@ import xxhash
 
 from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler
 from datapipe.dedup.normalize import normalize
-from datapipe.dedup.store import read_removals, write_shingles
+from datapipe.dedup.store import read_removals, read_shingle_ids, write_shingles
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
@@ -75,10 +75,11 @@ class DedupStage(TwoPhaseStage):
         Also writes the shard's shingle sets for verification.
         """
         self.setup()
-        exact, bands, sets = [], [], []
+        exact, bands, sets, ids = [], [], [], []
         n = 0
         for i, doc in enumerate(read_records(self.upstream(shard))):
             n += 1
+            ids.append(doc["id"])
             ref = (shard.index, i)
             if self.config.exact:
                 exact.append((text_hash(doc["text"]), ref))
@@ -90,7 +91,7 @@ class DedupStage(TwoPhaseStage):
                 if len(shingles):  # an empty text has no signature to compare
                     ref = (shard.index, i)
                     bands.extend(((b, key), ref) for b, key in enumerate(self._hasher.band_keys(sig)))
-            write_shingles(self.out_dir, shard.index, sets)
+            write_shingles(self.out_dir, shard.index, sets, ids)
         return exact, bands, n
 
     def begin_shard(self, shard: Shard) -> None:
@@ -105,21 +106,26 @@ class DedupStage(TwoPhaseStage):
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         report = self.read_global_report()
-        for comp in report.get("largest_components", []):  # references -> stable document ids, for inspection
-            comp["ids"] = self._ids([tuple(m) for m in comp.pop("members")], shards)
+        comps = report.get("largest_components", [])
+        names = self._ids({tuple(m) for comp in comps for m in comp["members"]}, shards)
+        for comp in comps:  # references -> stable document ids, for inspection
+            comp["ids"] = [names[tuple(m)] for m in comp.pop("members")]
         return {**super().finalize(shards, stats), "dedup": report}
 
-    def _ids(self, refs: list[tuple[int, int]], shards: list[Shard]) -> list[str]:
+    def _ids(self, refs: set[tuple[int, int]], shards: list[Shard]) -> dict[tuple[int, int], str]:
+        """Document ids by reference: from the ids stored with the shingles, or (files written before they were)
+        from the input shard itself."""
         by_index = {s.index: s for s in shards}
         wanted: dict[int, set[int]] = {}
         for shard, doc in refs:
             wanted.setdefault(shard, set()).add(doc)
         found: dict[tuple[int, int], str] = {}
         for shard, docs in wanted.items():
-            for i, doc in enumerate(read_records(self.upstream(by_index[shard]))):
-                if i in docs:
-                    found[(shard, i)] = doc["id"]
-        return [found[r] for r in refs]
+            ids = read_shingle_ids(self.out_dir, shard)
+            if ids is None:
+                ids = [doc["id"] for doc in read_records(self.upstream(by_index[shard]))]
+            found.update(((shard, i), ids[i]) for i in docs)
+        return found
 
 
 def first_reason(decisions: list[tuple[str, Any]]) -> tuple[str, Any]:

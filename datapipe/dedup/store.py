@@ -1,7 +1,8 @@
 """Per-shard files the dedup stages write and read: shingle sets (for verification) and removal lists.
 
-Shingles: ``shingles/part-NNNNN.npz`` with ``hashes`` (all documents' sorted shingle hashes, concatenated) and
-``offsets`` (document i's are ``hashes[offsets[i]:offsets[i+1]]``). The verification step reads them back by
+Shingles: ``shingles/part-NNNNN.npz`` with ``hashes`` (all documents' sorted shingle hashes, concatenated),
+``offsets`` (document i's are ``hashes[offsets[i]:offsets[i+1]]``) and ``ids`` (document i's id, so the report
+can name documents without reading the shard again). The verification step reads them back by
 document reference, keeping a few shards in memory, so pairs are verified without moving any text.
 
 Removals: ``removals/part-NNNNN.json``: the sorted decisions for one input shard, written once by the global phase
@@ -24,13 +25,19 @@ def shingles_url(stage_dir: str, shard_index: int) -> str:
     return fs.join(stage_dir, "shingles", f"part-{shard_index:05d}.npz")
 
 
-def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray]) -> None:
+def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray], ids: list[str]) -> None:
     offsets = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     hashes = np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)
     buf = io.BytesIO()
-    np.savez(buf, hashes=hashes.astype(np.uint64), offsets=offsets)
+    np.savez(buf, hashes=hashes.astype(np.uint64), offsets=offsets, ids=np.array(ids, dtype=np.str_))
     fs.write_bytes_atomic(shingles_url(stage_dir, shard_index), buf.getvalue())
+
+
+def read_shingle_ids(stage_dir: str, shard_index: int) -> list[str] | None:
+    """The document ids stored beside a shard's shingles (None for a file written before they were)."""
+    with np.load(io.BytesIO(fs.read_bytes(shingles_url(stage_dir, shard_index)))) as z:
+        return z["ids"].tolist() if "ids" in z.files else None
 
 
 class ShingleStore:

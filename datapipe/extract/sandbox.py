@@ -52,6 +52,12 @@ class Sandbox:
         self._conn = None
         self.restarts = 0
 
+    def start(self) -> None:
+        """Start the child now (it is started on the first batch otherwise): its imports then overlap whatever the
+        caller does before that batch, and are not counted against the first document's time limit."""
+        if self._proc is None:
+            self._start()
+
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_child, args=(child, self.fn), daemon=True)

@@ -49,6 +49,7 @@ class ExtractStage:
         cfg = self.source_config
         if cfg.format == "warc" and cfg.extract.timeout_s > 0 and self._sandbox is None:
             self._sandbox = Sandbox(self.extractor, cfg.extract.timeout_s)
+            self._sandbox.start()  # the child imports while the model below loads and the first batch is read
         if cfg.langid is not None and self._lid is None:
             self._lid = LanguageIdentifier(cfg.langid.model)
 
