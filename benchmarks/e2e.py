@@ -34,12 +34,17 @@ seconds (user + sys) of everything it reaped, a figure less sensitive than wall 
   their ``time_stats`` in ``stats.json`` (``MinhashDedupSignature`` times its whole input loop, so the upstream
   steps' times are taken off it).
 
-Kept overlap: Jaccard of the page URLs kept by dedup on each side (ours: the dedup stage's parts; datatrove's:
-its JsonlWriter after ``MinhashDedupFilter``). Scaling: our pipeline at 1x and 4x (and 16x with ``--full``): time
-per input document of each stage, its peak RSS, and whether it stays within 1.3x of its 1x cost.
+Kept overlap, where the two recipes are meant to agree: the extractors are not (resiliparse and Trafilatura lay a
+page out in different lines, and Gopher's duplicate-line rule reads lines), the rules after them are. So datatrove's
+filters and four MinHash stages also run, untimed, over our extract stage's output (the English pages as our
+extractor wrote them, read with its ``JsonlReader``), and ``kept_overlap`` is the Jaccard of the page URLs kept after
+dedup on that same text. ``e2e_overlap`` is the same Jaccard end to end, each side with its own extractor (ours: the
+dedup stage's parts; datatrove's: its JsonlWriter after ``MinhashDedupFilter``). Scaling: our pipeline at 1x and 4x
+(and 16x with ``--full``): time per input document of each stage, its peak RSS, and whether it stays within 1.3x of
+its 1x cost.
 
 Run: ``.venv/bin/python benchmarks/e2e.py [--sizes 1,4] [--full] [--work DIR]``. Last line:
-``bench: e2e vs_datatrove=X kept_overlap=Y worst_scaling=Z``.
+``bench: e2e vs_datatrove=X kept_overlap=Y worst_scaling=Z e2e_overlap=W``.
 """
 
 from __future__ import annotations
@@ -415,11 +420,19 @@ def datatrove_main(argv: list[str]) -> None:
     tasks, workers = cfg["tasks"], cfg["workers"]
     minhash = MinhashConfig(num_buckets=14, hashes_per_bucket=8)  # fineweb's, as our preset
     sig = MinhashDedupSignature(output_folder=f"{w}/signatures", config=minhash)
-    stage1 = LocalPipelineExecutor(
-        pipeline=[
+    if cfg.get(
+        "text_from"
+    ):  # the agreement run: our extracted English text in, datatrove's recipe from there on
+        head = [JsonlReader(cfg["text_from"], glob_pattern="part-*.jsonl.zst")]
+    else:
+        head = [
             WarcReader(cfg["corpus"], glob_pattern="*.warc.gz"),
             Trafilatura(favour_precision=True, timeout=cfg["timeout"]),
             lid,
+        ]
+    stage1 = LocalPipelineExecutor(
+        pipeline=[
+            *head,
             GopherRepetitionFilter(),
             # refinedweb's Gopher quality rules leave out the 80% alphabetic-words rule (DCLM's RefinedWeb); so
             # does this side unless --alpha-rule (datatrove's default, and its spaCy words count punctuation)
@@ -453,11 +466,17 @@ def datatrove_main(argv: list[str]) -> None:
             JsonlReader(f"{w}/filtered"),
             MinhashDedupFilter(input_folder=f"{w}/remove_ids"),
             JsonlWriter(f"{w}/deduplicated"),
-            DocumentTokenizer(
-                output_folder=f"{w}/tokenized",
-                tokenizer_name_or_path=cfg["tokenizer"],
-                eos_token="<|endoftext|>",
-                shuffle_documents=False,
+            *(
+                []
+                if cfg.get("text_from")
+                else [
+                    DocumentTokenizer(
+                        output_folder=f"{w}/tokenized",
+                        tokenizer_name_or_path=cfg["tokenizer"],
+                        eos_token="<|endoftext|>",
+                        shuffle_documents=False,
+                    )
+                ]
             ),
         ],
         tasks=tasks,
@@ -552,6 +571,33 @@ def run_datatrove(corpus: Path, work: Path, tokenizer: str, timeout: float, alph
         "out": dt,
         "stats_steps": {n: [s.get("name") for s in v] for n, v in steps.items()},
     }
+
+
+def run_datatrove_on_our_text(ours_out: Path, work: Path, alpha_rule: bool) -> Path:
+    """datatrove's filters and MinHash stages over our extract stage's output (the English pages as our extractor
+    wrote them), untimed: where the two recipes are meant to agree (the same rules on the same text), do they keep
+    the same pages? Returns datatrove's output folder."""
+    dt = work / "datatrove-same-text"
+    shutil.rmtree(dt, ignore_errors=True)
+    dt.mkdir(parents=True)
+    (extract,) = glob.glob(str(ours_out / "web" / "extract-*"))
+    cfg = dt / "config.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "work": str(dt),
+                "text_from": extract,
+                "tasks": SHARDS,
+                "workers": WORKERS,
+                "alpha_rule": alpha_rule,
+            }
+        )
+    )
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_datatrove", str(cfg)]
+    proc = subprocess.run(cmd, cwd=REPO, env=child_env(work), capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"e2e: datatrove on our text failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return dt
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -728,28 +774,42 @@ def main() -> None:
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")
 
-        a, b = kept_ours(ours[1]["out"]), kept_theirs(theirs["out"] / "deduplicated")
-        overlap = len(a & b) / len(a | b) if a | b else 0.0
-        fa, fb = kept_ours(ours[1]["out"], "filter"), kept_theirs(theirs["out"] / "filtered")
+        same = run_datatrove_on_our_text(ours[1]["out"], work, args.alpha_rule)
         print()
         print(
             f"corpus: {len(pages):,} real HTML pages from {DOC} (no generated text); the 1x corpus is them once"
         )
         print("datapipe:", " ".join(["python", *ours[1]["cmd"][1:]]).replace(str(work), "WORK"))
         print_comparison(ours[1], theirs, len(pages))
+        ends = {"filters": ("filter", "filtered"), "dedup": ("dedup", "deduplicated")}
+        overlap, e2e_overlap = 0.0, 0.0
+        for title, theirs_out, note in (
+            ("end to end (each side's extractor)", theirs["out"], "resiliparse vs trafilatura"),
+            ("same text (our extracted English pages into datatrove's filters and MinHash)", same, None),
+        ):
+            print(f"kept pages, {title}:")
+            for step, (ours_stage, theirs_dir) in ends.items():
+                a, b = kept_ours(ours[1]["out"], ours_stage), kept_theirs(theirs_out / theirs_dir)
+                j = len(a & b) / max(1, len(a | b))
+                print(
+                    f"  after {step:<8} ours {len(a):,}, datatrove {len(b):,}, both {len(a & b):,}; Jaccard {j:.3f}"
+                )
+            if note:
+                e2e_overlap = j
+            else:
+                overlap = j
         print(
-            f"kept after filters: ours {len(fa):,}, datatrove {len(fb):,}, both {len(fa & fb):,}; "
-            f"Jaccard {len(fa & fb) / max(1, len(fa | fb)):.3f}"
-        )
-        print(
-            f"kept after dedup:   ours {len(a):,}, datatrove {len(b):,}, both {len(a & b):,}; "
-            f"Jaccard {overlap:.3f} (extractors differ: resiliparse vs trafilatura; so does which member of a"
-            " duplicate cluster is kept)"
+            "  (the extractors are not meant to agree on a page's lines; the rules after them are. On the same text"
+            " the filters differ by refinedweb's line modifiers and its removed-words rule, which datatrove lacks,"
+            " and dedup by which member of a duplicate cluster each side keeps)"
         )
         worst = print_scaling(ours, len(pages)) if len(sizes) > 1 else 1.0
         vs = theirs["wall"] / ours[1]["wall"]  # the same pages on both sides: docs/s over docs/s
         print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s (corpora and training included)")
-        print(f"bench: e2e vs_datatrove={vs:.2f} kept_overlap={overlap:.3f} worst_scaling={worst:.2f}")
+        print(
+            f"bench: e2e vs_datatrove={vs:.2f} kept_overlap={overlap:.3f} worst_scaling={worst:.2f}"
+            f" e2e_overlap={e2e_overlap:.3f}"
+        )
     finally:
         if tmp:
             with contextlib.suppress(OSError):
