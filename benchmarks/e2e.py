@@ -759,6 +759,7 @@ def main() -> None:
             n = build_corpus(corpora[k], pages, k)
             mb = sum(p.stat().st_size for p in corpora[k].iterdir()) / MIB
             print(f"corpus {k}x: {n:,} records, {mb:,.0f} MiB gzipped WARC, {time.perf_counter() - t0:.0f} s")
+        os.sync()  # the corpora's writes go to disk now, not during the first timed run
         model = train_classifier(work)
         sys.path.insert(0, str(REPO))
         from datapipe.config import TokenizerConfig

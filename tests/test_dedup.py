@@ -259,3 +259,40 @@ def test_shingles_are_datatrove_words(fixture_texts):
     shingler = Shingler(5)
     for text in sample:
         assert np.array_equal(shingler(text), _reference_shingles(text)), text[:200]
+
+
+def test_report_figures_combine_in_any_split():
+    """The global phase's report combiner gives the same figures however the runner splits and merges its input."""
+    from pipelines.beam_dedup import LARGEST, ReportFigures
+
+    rng = random.Random(3)
+    figures = []
+    for i in range(400):
+        kind = rng.choice(["sum", "max", "component"])
+        if kind == "component":
+            size = rng.randint(2, 40)
+            figures.append((kind, "", (size, [[rng.randint(0, 7), i]] + [[9, j] for j in range(size - 1)])))
+        else:
+            figures.append((kind, rng.choice(["a", "b", "c"]), rng.randint(0, 1000)))
+    fn = ReportFigures()
+
+    def run(parts):
+        accs = []
+        for part in parts:
+            acc = fn.create_accumulator()
+            for f in part:
+                acc = fn.add_input(acc, f)
+            accs.append(acc)
+        return fn.extract_output(fn.merge_accumulators(accs))
+
+    whole = run([figures])
+    cuts = sorted(rng.sample(range(1, len(figures)), 6))
+    split = run([figures[a:b] for a, b in zip([0, *cuts], [*cuts, len(figures)], strict=True)])
+    assert whole == split
+    sums = defaultdict(int)
+    for kind, name, v in figures:
+        if kind == "sum":
+            sums[name] += v
+    comps = [v for kind, _, v in figures if kind == "component"]
+    assert whole["sum"] == dict(sums) and sum(whole["histogram"].values()) == len(comps)
+    assert [c[0] for c in whole["largest"]] == sorted((c[0] for c in comps), reverse=True)[:LARGEST]
