@@ -189,8 +189,8 @@ class BucketPairs(beam.DoFn):
         self.max_pairs_bucket = max_pairs_bucket
 
     def process(self, element):
-        _, refs = element
-        yield from bucket_pairs(sorted(set(refs)), self.max_pairs_bucket)
+        _, members = element  # (ref, content key)
+        yield from bucket_pairs(sorted(set(members)), self.max_pairs_bucket)
 
 
 class VerifyPairs(beam.DoFn):

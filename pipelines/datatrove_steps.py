@@ -141,7 +141,8 @@ class DedupSignatures(_Step):
                     exact_hash=_split128([h for h, _ in exact]),
                     exact_ref=np.array([r for _, r in exact], dtype=np.int64).reshape(-1, 2),
                     band=np.array([[b, k] for (b, k), _ in bands], dtype=np.uint64).reshape(-1, 2),
-                    band_ref=np.array([r for _, r in bands], dtype=np.int64).reshape(-1, 2),
+                    band_ref=np.array([r for _, (r, _) in bands], dtype=np.int64).reshape(-1, 2),
+                    band_content=np.array([c for _, (_, c) in bands], dtype=np.int64),
                 )
 
 
@@ -152,15 +153,16 @@ class DedupBuckets(_Step):
         if data:
             yield from data
         exact: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        buckets: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        buckets: dict[tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
         for shard in self.shards:
             z = _load(fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"))
             for (hi, lo), ref in zip(z["exact_hash"].tolist(), z["exact_ref"].tolist(), strict=True):
                 if lo % world_size == rank:
                     exact.setdefault((hi, lo), []).append(tuple(ref))
-            for (band, key), ref in zip(z["band"].tolist(), z["band_ref"].tolist(), strict=True):
+            members = zip(z["band"].tolist(), z["band_ref"].tolist(), z["band_content"].tolist(), strict=True)
+            for (band, key), ref, content in members:
                 if key % world_size == rank:
-                    buckets.setdefault((band, key), []).append(tuple(ref))
+                    buckets.setdefault((band, key), []).append((tuple(ref), content))
         removals = []
         for refs in exact.values():  # all references of one text but the lowest
             keep = min(refs)

@@ -296,3 +296,22 @@ def test_report_figures_combine_in_any_split():
     comps = [v for kind, _, v in figures if kind == "component"]
     assert whole["sum"] == dict(sums) and sum(whole["histogram"].values()) == len(comps)
     assert [c[0] for c in whole["largest"]] == sorted((c[0] for c in comps), reverse=True)[:LARGEST]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=150), st.integers(2, 20))
+def test_bucket_pairs_join_copies_without_quadratic_pairs(contents, cap):
+    """Members with equal content (identical shingle sets) join the first of them; the firsts pair as before. Every
+    member ends up connected to every other, as with all pairs, and copies add one pair each."""
+    from datapipe.dedup.graph import bucket_pairs
+
+    members = [((i % 3, i), c) for i, c in enumerate(contents)]
+    members.sort()
+    pairs = list(bucket_pairs(members, cap))
+    roots = local_components(pairs)
+    refs = [m[0] for m in members]
+    assert len(refs) == 1 or {roots.get(r, r) for r in refs} == {min(refs)}
+    distinct = len(set(contents))
+    firsts = distinct * (distinct - 1) // 2 if distinct <= cap else 2 * distinct - 3
+    assert len(pairs) == (len(members) - distinct) + max(0, firsts)
+    assert len(set(pairs)) == len(pairs) and all(a < b for a, b in pairs)

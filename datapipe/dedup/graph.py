@@ -14,24 +14,36 @@ from collections.abc import Iterable, Iterator
 Ref = tuple[int, int]
 
 
-def bucket_pairs(members: list[Ref], max_pairs_bucket: int) -> Iterator[tuple[Ref, Ref]]:
-    """Candidate pairs from one LSH bucket (members sorted, distinct).
+def bucket_pairs(members: list[tuple[Ref, int]], max_pairs_bucket: int) -> Iterator[tuple[Ref, Ref]]:
+    """Candidate pairs from one LSH bucket: ``members`` are ``(ref, content)``, sorted and distinct, where equal
+    ``content`` keys mean identical shingle sets (Jaccard 1).
 
-    Up to ``max_pairs_bucket`` members every pair is a candidate; a larger bucket (many copies of one page) gives a
-    star around its first member plus a chain through the rest, enough to connect them once verified while the
-    number of pairs stays linear in the bucket size.
+    Members with the same content are joined to the first of them, and only those firsts pair up: copies of a page
+    (many in a crawl, and in the e2e benchmark's larger sizes) then add one pair each instead of making the bucket
+    quadratic. Up to ``max_pairs_bucket`` firsts every pair is a candidate; beyond that a star around the first
+    plus a chain through the rest, enough to connect them once verified while the pairs stay linear in the bucket.
+    Whatever the copies, the members end up connected exactly when they were with every pair a candidate.
     """
-    n = len(members)
+    firsts: dict[int, Ref] = {}
+    reps: list[Ref] = []
+    for ref, content in members:
+        first = firsts.get(content)
+        if first is None:
+            firsts[content] = ref
+            reps.append(ref)
+        else:
+            yield first, ref
+    n = len(reps)
     if n <= max_pairs_bucket:
         for i in range(n):
             for j in range(i + 1, n):
-                yield members[i], members[j]
+                yield reps[i], reps[j]
         return
-    first = members[0]
+    first = reps[0]
     for j in range(1, n):
-        yield first, members[j]
+        yield first, reps[j]
         if j + 1 < n:
-            yield members[j], members[j + 1]
+            yield reps[j], reps[j + 1]
 
 
 def large_star(node: Ref, neighbours: Iterable[Ref]) -> Iterator[tuple[Ref, Ref]]:

@@ -70,7 +70,8 @@ class DedupStage(TwoPhaseStage):
             self._shingler = Shingler(self.config.minhash.ngram)
 
     def sign_shard(self, shard: Shard) -> tuple[list, list, int]:
-        """Keys of one shard: ``(text hash, ref)`` for exact dedup, ``((band, key), ref)`` for LSH, doc count.
+        """Keys of one shard: ``(text hash, ref)`` for exact dedup, ``((band, key), (ref, content))`` for LSH (the
+        content key, a hash of the shingle set, lets a bucket pair up copies linearly), doc count.
 
         Also writes the shard's shingle sets for verification.
         """
@@ -89,8 +90,9 @@ class DedupStage(TwoPhaseStage):
             sigs = self._hasher.signatures(sets)
             for i, (sig, shingles) in enumerate(zip(sigs, sets, strict=True)):
                 if len(shingles):  # an empty text has no signature to compare
-                    ref = (shard.index, i)
-                    bands.extend(((b, key), ref) for b, key in enumerate(self._hasher.band_keys(sig)))
+                    # 63 bits: Beam's coder writes a larger int as a long one
+                    member = ((shard.index, i), xxhash.xxh3_64_intdigest(shingles.tobytes()) >> 1)
+                    bands.extend(((b, key), member) for b, key in enumerate(self._hasher.band_keys(sig)))
             write_shingles(self.out_dir, shard.index, sets, ids)
         return exact, bands, n
 
