@@ -38,13 +38,10 @@ from datapipe.dedup.stage import DedupStage, ParagraphStage, component_report, f
 from datapipe.dedup.store import ShingleStore, write_removals
 from pipelines.beam_quiet import PipelineOptions, beam
 
-NS = "datapipe.dedup"
 EDGE_BLOCK = 64  # kept edges are written per (shard, block of 64 documents)
 CODER = beam.coders.FastPrimitivesCoder()
 CC_ROUNDS = 4  # large-star/small-star rounds a first attempt runs; a graph that needs more gets twice as many
 MAX_CC_ROUNDS = 64
-
-
 LARGEST = 10  # components the report lists
 
 
