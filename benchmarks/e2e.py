@@ -348,17 +348,11 @@ def run_datapipe(corpus: Path, work: Path, tag: str, model: str, threshold: floa
     mixture, out = work / f"mixture-{tag}.yaml", work / f"out-{tag}"
     write_mixture(mixture, corpus, model, threshold, timeout)
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pipelines.build_mixture",
-        "--mixture",
-        str(mixture),
-        "--output",
-        str(out),
-        "--direct_running_mode=multi_processing",
-        f"--direct_num_workers={WORKERS}",
-    ]
+    from pipelines.build_mixture import command
+
+    cmd = command(
+        str(mixture), str(out), "--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"
+    )
     res = run_wrapped(cmd, work, f"datapipe-{tag}", r"\bran in\b", child_env(work))
     stages = {}
     for seg in res["segments"]:

@@ -124,11 +124,6 @@ class Figures:
         self.parts.append(grouped | f"{self.label}/Figures/{step}" >> beam.FlatMap(figures))
         return grouped
 
-    def count(self, pcoll: beam.PCollection, name: str, value=lambda _: 1) -> None:
-        self.parts.append(
-            pcoll | f"{self.label}/Count/{name}" >> beam.Map(lambda e: ("sum", f"counters.{name}", value(e)))
-        )
-
     def add(self, pcoll: beam.PCollection) -> None:
         """A PCollection of figures already."""
         self.parts.append(pcoll)

@@ -39,6 +39,11 @@ from pipelines.datatrove_engine import EXECUTORS, DatatroveOptions
 log = logging.getLogger("datapipe.build")
 
 
+def command(mixture: str, output: str, *extra: str) -> list[str]:
+    """This launcher's command line for a mixture and an output folder (tests and benchmarks run it this way)."""
+    return [sys.executable, "-m", "pipelines.build_mixture", "--mixture", mixture, "--output", output, *extra]
+
+
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     ap = argparse.ArgumentParser(
         prog="python -m pipelines.build_mixture",

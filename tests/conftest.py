@@ -66,16 +66,9 @@ def write_mixture(folder: Path, text: str, name: str = "mix.yaml") -> Path:
 
 def build_cmd(mixture: Path, out: Path, *extra: str) -> list[str]:
     """The ``build_mixture`` command line for a mixture and an output folder."""
-    return [
-        sys.executable,
-        "-m",
-        "pipelines.build_mixture",
-        "--mixture",
-        str(mixture),
-        "--output",
-        str(out),
-        *extra,
-    ]
+    from pipelines.build_mixture import command
+
+    return command(str(mixture), str(out), *extra)
 
 
 def run_build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
