@@ -37,6 +37,7 @@ from datapipe.dedup.minhash import jaccard
 from datapipe.dedup.stage import DedupStage, ParagraphStage, component_report, first_reason
 from datapipe.dedup.store import ShingleStore, write_removals
 from pipelines.beam_quiet import PipelineOptions, beam
+from pipelines.beam_runner import pipeline
 
 EDGE_BLOCK = 64  # kept edges are written per (shard, block of 64 documents)
 CODER = beam.coders.FastPrimitivesCoder()
@@ -466,7 +467,7 @@ def run_dedup_global(
     components need; returns the report."""
     while True:
         stage.reset_global()
-        with beam.Pipeline(options=options) as p:
+        with pipeline(options) as p:
             dedup_global(p | "Shards" >> beam.Create(shards), stage, "Dedup", cc_rounds)
         if stage.global_done():
             return stage.read_global_report()

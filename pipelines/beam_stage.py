@@ -24,6 +24,7 @@ from datapipe.stage import Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
 from pipelines.beam_dedup import CC_ROUNDS, build_global
 from pipelines.beam_quiet import PipelineOptions, beam
+from pipelines.beam_runner import pipeline
 
 NAMESPACE = "datapipe"
 
@@ -115,7 +116,7 @@ def run_chains(
     """Run every chain (a source's stages, in order) in one pipeline, to completion (blocking). ``cc_rounds``:
     connected-component rounds per dedup stage folder, for one that needs more than the default."""
     rounds = cc_rounds or {}
-    with beam.Pipeline(options=options) as p:
+    with pipeline(options) as p:
         for chain in chains:
             done = None
             for stage, plan in chain:

@@ -1,0 +1,59 @@
+"""The local runner: the DirectRunner is always Beam's FnApiRunner (never a Prism binary fetched from GitHub), its
+worker processes run our harness entry, and a worker that fails still exits with a failure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pipelines.beam_quiet import PipelineOptions, beam
+from pipelines.beam_runner import pipeline
+
+
+class _Cmdline(beam.DoFn):
+    def process(self, x):
+        with open("/proc/self/cmdline", "rb") as f:
+            yield x, f.read().replace(b"\0", b" ").decode(), os.getpid()
+
+
+def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path):
+    flags = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    options = PipelineOptions(flags)
+    seen = tmp_path / "seen.txt"
+    with pipeline(options) as p:
+        assert type(p.runner).__name__ == "FnApiRunner"
+        (
+            p
+            | beam.Create(range(40))
+            | beam.Reshuffle()
+            | beam.ParDo(_Cmdline())
+            | beam.Map(lambda r: f"{r[0]}\t{r[1]}\t{r[2]}")
+            | beam.combiners.ToList()
+            | beam.Map(lambda rows: seen.write_text("\n".join(sorted(rows))))
+        )
+    rows = [line.split("\t") for line in seen.read_text().splitlines()]
+    assert sorted(int(r[0]) for r in rows) == list(range(40))
+    assert all("-m pipelines.beam_worker" in r[1] for r in rows), rows[:3]
+    assert all(int(r[2]) != os.getpid() for r in rows)
+    # the caller's options are untouched (a build runs a second pipeline with them when components need rounds)
+    assert options.get_all_options()["direct_running_mode"] == "multi_processing"
+
+
+def test_in_memory_runs_in_this_process(tmp_path: Path):
+    seen = tmp_path / "pids.txt"
+    with pipeline(PipelineOptions([])) as p:
+        assert type(p.runner).__name__ == "FnApiRunner"
+        p | beam.Create([1]) | beam.Map(lambda _: seen.write_text(str(os.getpid())))
+    assert int(seen.read_text()) == os.getpid()
+
+
+def test_a_failing_worker_exits_with_a_failure():
+    # no control endpoint in the environment: Beam's harness raises, and the fast exit must not hide it
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_SERVICE_DESCRIPTOR")}
+    r = subprocess.run(
+        [sys.executable, "-m", "pipelines.beam_worker"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 1
+    assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr
