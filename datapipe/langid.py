@@ -6,7 +6,9 @@ its ``fasttext-predict`` dependency clashes with ``fasttext-numpy2-wheel``. Any 
 given by path or URL.
 
 As DCLM does, the whole document is classified with its newlines replaced by spaces, and the top label and its
-probability are kept.
+probability are kept. For ``lid.176`` and other hierarchical-softmax models the prediction is computed by
+:mod:`datapipe.fasttext_predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~3x
+less CPU); any other model runs in fastText itself.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from datapipe.errors import DatapipeError
+from datapipe.fasttext_predict import read_model
 from datapipe.io import fs
 
 
@@ -64,10 +67,18 @@ class LanguagePrediction:
 class LanguageIdentifier:
     def __init__(self, model: str | None = None) -> None:
         self.model_path = model or bundled_model_path()
-        self._model = load_fasttext(self.model_path)
+        path = _local_copy(self.model_path)
+        self._fast = read_model(path) if os.path.exists(path) else None
+        self._model = None if self._fast is not None else load_fasttext(self.model_path)
 
     def predict(self, text: str) -> LanguagePrediction:
-        labels, probs = self._model.predict(text.replace("\n", " "), k=1)
-        if not labels:
+        line = text.replace("\n", " ")
+        if self._fast is not None:
+            top = self._fast.top(line)
+            label, prob = top if top is not None else (None, 0.0)
+        else:
+            labels, probs = self._model.predict(line, k=1)
+            label, prob = (labels[0].removeprefix("__label__"), float(probs[0])) if labels else (None, 0.0)
+        if label is None:
             return LanguagePrediction("unknown", 0.0)
-        return LanguagePrediction(labels[0].removeprefix("__label__"), min(1.0, float(probs[0])))
+        return LanguagePrediction(label, min(1.0, prob))

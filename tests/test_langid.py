@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from datapipe.config import LangidConfig, load_mixture
 from datapipe.extract.stage import ExtractStage
@@ -55,3 +60,151 @@ def test_extract_stage_tags_and_keeps_by_language(tmp_path):
         else:
             assert stats.removed["langid/language"] >= 0.9 * stats.docs_in
     assert 400 <= total_kept < total_in
+
+
+# -- our prediction against fastText's own, bit for bit ------------------------------------------------------------
+
+
+def _fasttext_top(model, text: str) -> tuple[str, float] | None:
+    labels, probs = model.predict(text, k=1)
+    return (labels[0].removeprefix("__label__"), float(probs[0])) if len(labels) else None
+
+
+@pytest.fixture(scope="module")
+def both():
+    from datapipe.fasttext_predict import read_model
+    from datapipe.langid import load_fasttext
+
+    path = bundled_model_path()
+    ours = read_model(path)
+    assert ours is not None, "lid.176 is a hierarchical-softmax model this module computes"
+    return ours, load_fasttext(path)
+
+
+def test_every_fixture_document_gets_fasttexts_label_and_probability(both, fixture_texts):
+    ours, theirs = both
+    texts = [t.replace("\n", " ") for t in fixture_texts]
+    assert len(texts) > 1000
+    got = [ours.top(t) for t in texts]
+    want = [_fasttext_top(theirs, t) for t in texts]
+    diffs = [(i, a, b) for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b]
+    assert not diffs, diffs[:5]
+    assert len({g[0] for g in got}) >= 9  # many languages, not one label everywhere
+
+
+_PIECES = st.sampled_from(
+    [
+        "the",
+        "cat",
+        "Katze",
+        "кошка",
+        "猫",
+        "गति",
+        "🙂",
+        "é",
+        "e\u0301",
+        "__label__en",
+        "__label__",
+        "</s>",
+        "<s>",
+        "\0",
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\x0b",
+        "\x0c",
+        "\xa0",
+        "\u3000",
+        "\x1c",
+        "2024",
+        "x86_64",
+        "e.g.",
+        "'s",
+        "a" * 40,
+        "日本語のテキスト",
+        "Ελληνικά",
+        "עברית",
+        "\ud7ff",
+        "\U0001f600\u200d",
+    ]
+)
+
+
+_WORDS = st.lists(_PIECES | st.text(min_size=0, max_size=12), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_WORDS.map("".join) | _WORDS.map(" ".join))
+@example("Der Hund </s> bellt laut und lange")  # fastText's line ends at a literal </s>
+@example("__label__de Der Hund __label__it bellt")
+@example("")
+def test_generated_text_gets_fasttexts_answer(both, text):
+    ours, theirs = both
+    line = text.replace("\n", " ")
+    assert ours.top(line) == _fasttext_top(theirs, line)
+
+
+def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
+    from datapipe.fasttext_predict import read_model
+
+    small, big = read_model(bundled_model_path()), read_model(bundled_model_path())
+    small.memo_size = 300  # starts over every few documents
+    texts = [t.replace("\n", " ") for t in fixture_texts[:300]]
+    assert [small.top(t) for t in texts] == [big.top(t) for t in texts]
+    assert len(small._memo) < len(big._memo)  # it started over
+
+
+def _train(tmp_path: Path, **hyper):
+    from datapipe.io.jsonl import read_records
+    from datapipe.quality.train import train_in_fresh_process
+
+    lines = []
+    for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
+        for d in read_records(str(path)):
+            lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
+    train = tmp_path / "train.txt"
+    train.write_text("".join(lines), encoding="utf-8")
+    model = train_in_fresh_process(str(train), 0, hyper)
+    assert model is not None
+    return model, str(train)
+
+
+def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
+    """A model trained here: dense and unpruned, then quantized and pruned with and without quantized norms."""
+    from datapipe.fasttext_predict import read_model
+    from datapipe.langid import load_fasttext
+
+    hyper = {"loss": "hs", "dim": 8, "minn": 2, "maxn": 4, "bucket": 20_000, "epoch": 3}
+    texts = [t.replace("\n", " ") for t in fixture_texts[::7]]
+    variants = {}
+    for name, qnorm in (("dense", None), ("pruned", False), ("pruned-qnorm", True)):
+        model, train = _train(tmp_path, **hyper)
+        if qnorm is not None:
+            model.quantize(input=train, cutoff=2_000, retrain=False, qnorm=qnorm, dsub=2)
+        variants[name] = tmp_path / f"{name}.model"
+        model.save_model(str(variants[name]))
+
+    for name, path in variants.items():
+        ours, theirs = read_model(str(path)), load_fasttext(str(path))
+        assert ours is not None, name
+        got, want = [ours.top(t) for t in texts], [_fasttext_top(theirs, t) for t in texts]
+        assert got == want, name
+        assert len({g[0] for g in got if g}) >= 3, name
+
+
+def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
+    from datapipe.fasttext_predict import read_model
+
+    not_a_model = tmp_path / "x.bin"
+    not_a_model.write_bytes(b"not a fastText model")
+    assert read_model(str(not_a_model)) is None
+    cut = tmp_path / "cut.ftz"
+    cut.write_bytes(Path(bundled_model_path()).read_bytes()[:5000])
+    assert read_model(str(cut)) is None
+    model, _ = _train(tmp_path, loss="softmax", dim=8, epoch=1)
+    softmax = tmp_path / "softmax.bin"
+    model.save_model(str(softmax))
+    assert read_model(str(softmax)) is None
+    lid = LanguageIdentifier(str(softmax))  # fastText's own predict
+    assert lid._fast is None and lid.predict("Der Hund bellt laut").language in {"de", "en", "it", "es"}
