@@ -302,4 +302,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from pipelines.quick_exit import run_then_exit
+
+    run_then_exit(main)

@@ -57,3 +57,25 @@ def test_a_failing_worker_exits_with_a_failure():
     )
     assert r.returncode == 1
     assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr
+
+
+def _program(body: str) -> subprocess.CompletedProcess:
+    code = (
+        "import atexit, sys\n"
+        "from pipelines.quick_exit import run_then_exit\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        f"def main():\n{body}\n"
+        "run_then_exit(main)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_a_quick_exit_keeps_the_status_the_output_and_the_atexit_handlers():
+    r = _program("    print('work done', end='')")
+    assert (r.returncode, r.stdout) == (0, "work doneatexit ran\n")
+    r = _program("    sys.exit(3)")
+    assert (r.returncode, r.stdout) == (3, "atexit ran\n")
+    r = _program("    sys.exit('error: bad input')")
+    assert (r.returncode, r.stderr) == (1, "error: bad input\n")
+    r = _program("    raise ValueError('boom')")
+    assert r.returncode == 1 and "ValueError: boom" in r.stderr and "atexit ran" in r.stdout
