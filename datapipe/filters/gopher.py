@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
 
+import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
@@ -96,136 +96,142 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
 
 
 class _NgramIndex:
-    """Word n-grams of one document as integers, so counting and finding repeats runs in numpy.
+    """Word n-grams of one document, counted by compiled hash-table walks (one pass per n).
 
-    Top n-grams (compared word by word, as datatrove joins them with spaces) use exact word ids. Duplicate n-grams
-    are compared as the concatenation of their words, as datatrove's ``find_all_duplicate`` does ("ab"+"c" equals
-    "a"+"bc"), so they use a 2 x 31-bit polynomial hash of that character span.
+    Top n-grams compare word by word (datatrove joins them with spaces), so their table holds word ids. Duplicate
+    n-grams compare as the concatenation of their words, as datatrove's ``find_all_duplicate`` does ("ab"+"c"
+    equals "a"+"bc"): their table holds a polynomial hash of that character span, and a hash that matches is
+    confirmed character by character, so the counts are exact.
     """
 
     def __init__(self, words: list[str]) -> None:
         self.words = words
         vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
         self.ids = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
-        self.vocab_size = max(len(vocab), 1)
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         self.ends = np.cumsum(self.lengths)
-        self._prefix: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def top_chars(self, n: int) -> int:
         """Characters covered by the most frequent n-gram: (its length joined by spaces) x (its count).
 
         Ties go to the n-gram seen first, as ``Counter.most_common(1)`` breaks them.
         """
-        m = len(self.words) - n + 1
-        cols = [self.ids[i : i + m] for i in range(n)]
-        if self.vocab_size**n < 2**62:
-            key = cols[0].copy()
-            for c in cols[1:]:
-                key = key * self.vocab_size + c
-            positions = _repeat_candidates(key)
-            if not len(positions):  # every n-gram once: the first one is the most common
-                best, start = 1, 0
-            else:
-                _, first, counts = np.unique(key[positions], return_index=True, return_counts=True)
-                best = int(counts.max())
-                start = int(positions[first[counts == best].min()]) if best > 1 else 0
-        else:  # too many distinct words to pack n of them into 62 bits
-            _, first, counts = np.unique(
-                np.stack(cols, axis=1), axis=0, return_index=True, return_counts=True
-            )
-            best = counts.max()
-            start = int(first[counts == best].min())
+        best, start = _top_ngram(self.ids, n)
         chars = int(self.lengths[start : start + n].sum()) + n - 1
         return chars * int(best)
 
-    def _hashes(self, n: int) -> np.ndarray:
-        """62-bit hash of each n-gram's concatenated characters (two 31-bit polynomial hashes)."""
-        if self._prefix is None:
-            codes = np.frombuffer("".join(self.words).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-            starts = np.concatenate([[0], self.ends[:-1]])  # each word's first character
-            prefix = []
-            for mod in (_M1, _M2):
-                pw, inv = _powers(mod, len(codes))
-                # P[i] = sum_{j<i} c_j * B^j: each term < 2^31, so the running sum stays exact in int64
-                terms = codes * pw[: len(codes)] % mod
-                p = np.concatenate([[0], np.cumsum(terms) % mod])
-                # per word start: mod - P[start] (so a span's difference is positive) and B^-start
-                prefix.append((p, mod - p[starts], inv[starts]))
-            self._prefix = prefix
-        m = len(self.words) - n + 1
-        stops = self.ends[n - 1 : n - 1 + m]
-        out = np.zeros(m, dtype=np.int64)
-        for (p, neg_start, inv_start), mod in zip(self._prefix, (_M1, _M2), strict=True):
-            # (P[stop] - P[start]) * B^-start, the span shifted to start at B^0: the difference plus mod is below
-            # 2^32 and B^-start below 2^31, so the product stays exact in int64 and one modulo suffices
-            h = (p[stops] + neg_start[:m]) * inv_start[:m] % mod
-            out = (out << 31) | h
-        return out
-
     def duplicate_chars(self, n: int) -> int:
-        """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words.
-
-        Only n-grams that occur more than once can be repeats, so the walk visits just those positions: a position
-        is passed over when an earlier repeat's skip covers it, and is a repeat when an earlier visited position
-        had the same n-gram.
-        """
-        m = len(self.words) - n + 1
-        if m <= 1:
+        """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
+        if len(self.words) - n + 1 <= 1:
             return 0
-        hashes = self._hashes(n)
-        positions = _repeat_candidates(hashes)
-        if not len(positions):
-            return 0
-        _, inverse, counts = np.unique(hashes[positions], return_inverse=True, return_counts=True)
-        repeats = counts[inverse] > 1
-        candidates, inverse = positions[repeats], inverse[repeats]
-        if not len(candidates):
-            return 0
-        seen: set[int] = set()
-        repeated = 0
-        next_idx = 0
-        groups = inverse.tolist()
-        for pos, group in zip(candidates.tolist(), groups, strict=True):
-            if pos < next_idx:
-                continue  # skipped by an earlier repeat
-            if group in seen:
-                start = int(self.ends[pos - 1]) if pos else 0
-                repeated += int(self.ends[pos + n - 1]) - start
-                next_idx = pos + n
-            else:
-                seen.add(group)
-                next_idx = pos + 1
-        return repeated
+        if self._spans is None:
+            codes = np.frombuffer("".join(self.words).encode("utf-32-le"), dtype=np.uint32)
+            self._spans = (codes, *_prefix_hashes(codes))
+        codes, prefix, inverse = self._spans
+        return int(_duplicate_chars(codes, self.ends, n, prefix, inverse))
 
 
-def _repeat_candidates(keys: np.ndarray) -> np.ndarray:
-    """Positions (ascending) whose key may occur more than once: those sharing a bucket of a table with at least
-    twice as many buckets as keys. Every repeated key is among them, and in most documents few others are, so the
-    exact sort that follows runs over a small part of the n-grams."""
-    size = 1 << (2 * len(keys)).bit_length()
-    bucket = (keys ^ (keys >> 29)) & (size - 1)
-    return np.flatnonzero(np.bincount(bucket, minlength=size)[bucket] > 1)
+_BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
+_BASE_INV = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 
 
-_M1, _M2, _BASE = 2_147_483_647, 2_147_483_629, 1_000_003
+@numba.njit(cache=True, nogil=True)
+def _slots(m):  # pragma: no cover - compiled
+    """A power of two >= 2m: open addressing stays short."""
+    size = 16
+    while size < 2 * m:
+        size *= 2
+    return size
 
 
-@cache
-def _power_table(mod: int, log2_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """B^j and B^-j modulo ``mod`` for j < 2**log2_size, built by doubling (log2_size numpy steps)."""
-    pw = np.ones(1, dtype=np.int64)
-    inv = np.ones(1, dtype=np.int64)
-    b, b_inv = _BASE % mod, pow(_BASE, mod - 2, mod)
-    for _ in range(log2_size):
-        k = len(pw)
-        pw = np.concatenate([pw, pw * pow(b, k, mod) % mod])
-        inv = np.concatenate([inv, inv * pow(b_inv, k, mod) % mod])
-    return pw, inv
+@numba.njit(cache=True, nogil=True)
+def _top_ngram(ids, n):  # pragma: no cover - compiled
+    """(count of the most frequent n-gram of word ids, its first position); the earliest among equal counts."""
+    m = len(ids) - n + 1
+    size = _slots(m)
+    first = np.full(size, -1, dtype=np.int64)
+    count = np.zeros(size, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for i in range(m):
+        h = np.uint64(0)
+        for k in range(n):
+            h = (h ^ np.uint64(ids[i + k])) * _BASE
+        slot = (h ^ (h >> np.uint64(29))) & mask
+        while True:
+            q = first[slot]
+            if q < 0:
+                first[slot], count[slot] = i, 1
+                break
+            same = True
+            for k in range(n):
+                if ids[q + k] != ids[i + k]:
+                    same = False
+                    break
+            if same:
+                count[slot] += 1
+                break
+            slot = (slot + np.uint64(1)) & mask
+    best, start = 0, 0
+    for slot in range(size):
+        q = first[slot]
+        if q >= 0 and (count[slot] > best or (count[slot] == best and q < start)):
+            best, start = count[slot], q
+    return best, start
 
 
-def _powers(mod: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    return _power_table(mod, max(10, (n + 1).bit_length()))
+@numba.njit(cache=True, nogil=True)
+def _prefix_hashes(codes):  # pragma: no cover - compiled
+    """P[i] = sum_{j<i} c_j B^j and B^-i, modulo 2**64 (uint64 arithmetic wraps)."""
+    prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
+    inverse = np.empty(len(codes) + 1, dtype=np.uint64)
+    pw, inv = np.uint64(1), np.uint64(1)
+    for i in range(len(codes)):
+        inverse[i] = inv
+        prefix[i + 1] = prefix[i] + np.uint64(codes[i]) * pw
+        pw *= _BASE
+        inv *= _BASE_INV
+    inverse[len(codes)] = inv
+    return prefix, inverse
+
+
+@numba.njit(cache=True, nogil=True)
+def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - compiled
+    """``find_all_duplicate``: visited n-grams go into a set (keyed by the span's hash, shifted to start at B^0,
+    and confirmed by its characters); a visited n-gram already there is a repeat: add its characters, skip n."""
+    m = len(ends) - n + 1
+    size = _slots(m)
+    visited = np.full(size, -1, dtype=np.int64)
+    hashes = np.zeros(size, dtype=np.uint64)
+    mask = np.uint64(size - 1)
+    repeated = 0
+    idx = 0
+    while idx < m:
+        s = ends[idx - 1] if idx > 0 else 0
+        e = ends[idx + n - 1]
+        h = (prefix[e] - prefix[s]) * inverse[s]
+        slot = (h ^ (h >> np.uint64(29))) & mask
+        found = False
+        while visited[slot] >= 0:
+            if hashes[slot] == h:
+                q = visited[slot]
+                s2 = ends[q - 1] if q > 0 else 0
+                if ends[q + n - 1] - s2 == e - s:
+                    found = True
+                    for k in range(e - s):
+                        if codes[s2 + k] != codes[s + k]:
+                            found = False
+                            break
+                    if found:
+                        break
+            slot = (slot + np.uint64(1)) & mask
+        if found:
+            repeated += e - s
+            idx += n
+        else:
+            visited[slot], hashes[slot] = idx, h
+            idx += 1
+    return repeated
 
 
 @dataclass(frozen=True)
