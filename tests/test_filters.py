@@ -271,3 +271,13 @@ def test_ngram_counts_equal_datatrove(words):
             assert index.top_chars(n) == find_top_duplicate(get_n_grams(words, n))
     for n in range(5, 11):
         assert index.duplicate_chars(n) == find_all_duplicate(words, n)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\n", "\t", "\r", "\u00a0", "é"]), max_size=40))
+def test_paragraph_and_line_splits_equal_datatroves_regexes(text):
+    import re
+
+    from datapipe.filters.gopher import split_paragraphs_and_lines
+
+    assert split_paragraphs_and_lines(text) == (re.split(r"\n{2,}", text.strip()), re.split("\n+", text))

@@ -6,7 +6,6 @@ text (tested on every fixture document); only the word splitting is faster (memo
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -78,8 +77,24 @@ class GopherQuality:
         return None
 
 
-_PARAGRAPHS = re.compile(r"\n{2,}")
-_LINES = re.compile("\n+")
+def split_paragraphs_and_lines(text: str) -> tuple[list[str], list[str]]:
+    """``(re.split(r"\n{2,}", text.strip()), re.split("\n+", text))``, the way datatrove splits them, from one
+    ``str.split``: a run of k newlines leaves k - 1 empty pieces between two lines (~3x faster than the regexes)."""
+    parts = text.split("\n")
+    lines = parts if len(parts) < 3 else [parts[0], *filter(None, parts[1:-1]), parts[-1]]
+    body = text.strip()
+    if body is not text:
+        parts = body.split("\n")
+    paragraphs, start = [], 0
+    for i, part in enumerate(parts):
+        if (
+            not part
+        ):  # inside a run of two or more newlines (the stripped text neither starts nor ends with one)
+            if start < i:
+                paragraphs.append("\n".join(parts[start:i]))
+            start = i + 1
+    paragraphs.append("\n".join(parts[start:]))
+    return paragraphs, lines
 
 
 def _duplicates(items: list[str]) -> tuple[int, int]:
@@ -106,11 +121,11 @@ class _NgramIndex:
 
     def __init__(self, words: list[str]) -> None:
         self.words = words
-        vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
-        self.ids = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         self.ends = np.cumsum(self.lengths)
-        self._spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+        self.ids = _word_ids(self.codes, self.ends)
+        self._prefix: tuple[np.ndarray, np.ndarray] | None = None
 
     def top_chars(self, n: int) -> int:
         """Characters covered by the most frequent n-gram: (its length joined by spaces) x (its count).
@@ -125,11 +140,10 @@ class _NgramIndex:
         """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
         if len(self.words) - n + 1 <= 1:
             return 0
-        if self._spans is None:
-            codes = np.frombuffer("".join(self.words).encode("utf-32-le"), dtype=np.uint32)
-            self._spans = (codes, *_prefix_hashes(codes))
-        codes, prefix, inverse = self._spans
-        return int(_duplicate_chars(codes, self.ends, n, prefix, inverse))
+        if self._prefix is None:
+            self._prefix = _prefix_hashes(self.codes)
+        prefix, inverse = self._prefix
+        return int(_duplicate_chars(self.codes, self.ends, n, prefix, inverse))
 
 
 _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
@@ -143,6 +157,42 @@ def _slots(m):  # pragma: no cover - compiled
     while size < 2 * m:
         size *= 2
     return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _word_ids(codes, ends):  # pragma: no cover - compiled
+    """An id per word, equal for equal words (numbered by first occurrence)."""
+    size = _slots(len(ends))
+    first = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    ids = np.empty(len(ends), dtype=np.int64)
+    n_ids = 0
+    for w in range(len(ends)):
+        s = ends[w - 1] if w > 0 else 0
+        e = ends[w]
+        h = np.uint64(e - s)
+        for k in range(s, e):
+            h = (h ^ np.uint64(codes[k])) * _BASE
+        slot = (h ^ (h >> np.uint64(29))) & mask
+        while True:
+            q = first[slot]
+            if q < 0:
+                first[slot] = w
+                ids[w] = n_ids
+                n_ids += 1
+                break
+            s2 = ends[q - 1] if q > 0 else 0
+            if ends[q] - s2 == e - s:
+                same = True
+                for k in range(e - s):
+                    if codes[s2 + k] != codes[s + k]:
+                        same = False
+                        break
+                if same:
+                    ids[w] = ids[q]
+                    break
+            slot = (slot + np.uint64(1)) & mask
+    return ids
 
 
 @numba.njit(cache=True, nogil=True)
@@ -254,13 +304,12 @@ class GopherRepetition:
         text = doc.text
         if not text:
             return "empty"
-        paragraphs = _PARAGRAPHS.split(text.strip())
+        paragraphs, lines = split_paragraphs_and_lines(text)
         n_dup, chars = _duplicates(paragraphs)
         if self.dup_para_frac and n_dup / len(paragraphs) > self.dup_para_frac:
             return "dup_para_frac"
         if self.dup_para_char_frac and chars / len(text) > self.dup_para_char_frac:
             return "dup_para_char_frac"
-        lines = _LINES.split(text)
         n_dup, chars = _duplicates(lines)
         if self.dup_line_frac and n_dup / len(lines) > self.dup_line_frac:
             return "dup_line_frac"
