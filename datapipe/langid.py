@@ -7,7 +7,7 @@ given by path or URL.
 
 As DCLM does, the whole document is classified with its newlines replaced by spaces, and the top label and its
 probability are kept. For ``lid.176`` and other hierarchical-softmax models the prediction is computed by
-:mod:`datapipe.fasttext_predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~3x
+:mod:`datapipe.fasttext_predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~5x
 less CPU); any other model runs in fastText itself.
 """
 
