@@ -92,7 +92,7 @@ def build_stage(
     """The stage's transforms, its global phase first when it has one still to run; the result holds one element
     once ``_SUCCESS`` is written (none when the global phase must run again)."""
     shards = (
-        p | f"{label}/Shards" >> beam.Create(list(plan.shards))
+        p | f"{label}/Shards" >> beam.Create(list(plan.shards), reshuffle=False)  # Spread reshuffles
         if after is None
         else _after(after, plan.shards, label)
     )
