@@ -28,6 +28,8 @@ import struct
 import numba
 import numpy as np
 
+from datapipe.spans import same_span
+
 MAGIC, VERSION = 793712314, 12
 LOSS_HS, MODEL_SUPERVISED = 1, 3
 EOS = b"</s>"
@@ -310,15 +312,12 @@ def _find(table, hashes, starts, arena, data, s, e, h):  # pragma: no cover - co
     slot = _slot(h, size)
     while table[slot] >= 0:
         u = table[slot]
-        if hashes[u] == h and starts[u + 1] - starts[u] == e - s:
-            a = starts[u]
-            same = True
-            for k in range(e - s):
-                if arena[a + k] != data[s + k]:
-                    same = False
-                    break
-            if same:
-                return u, slot
+        if (
+            hashes[u] == h
+            and starts[u + 1] - starts[u] == e - s
+            and same_span(arena, starts[u], data, s, e - s)
+        ):
+            return u, slot
         slot = (slot + 1) & (size - 1)
     return -1, slot
 

@@ -14,6 +14,7 @@ import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
 from datapipe.filters.document import FilterDoc
+from datapipe.spans import same_span
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -182,15 +183,9 @@ def _word_ids(codes, ends):  # pragma: no cover - compiled
                 n_ids += 1
                 break
             s2 = ends[q - 1] if q > 0 else 0
-            if ends[q] - s2 == e - s:
-                same = True
-                for k in range(e - s):
-                    if codes[s2 + k] != codes[s + k]:
-                        same = False
-                        break
-                if same:
-                    ids[w] = ids[q]
-                    break
+            if ends[q] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
+                ids[w] = ids[q]
+                break
             slot = (slot + np.uint64(1)) & mask
     return ids
 
@@ -213,12 +208,7 @@ def _top_ngram(ids, n):  # pragma: no cover - compiled
             if q < 0:
                 first[slot], count[slot] = i, 1
                 break
-            same = True
-            for k in range(n):
-                if ids[q + k] != ids[i + k]:
-                    same = False
-                    break
-            if same:
+            if same_span(ids, q, ids, i, n):
                 count[slot] += 1
                 break
             slot = (slot + np.uint64(1)) & mask
@@ -266,14 +256,9 @@ def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - com
             if hashes[slot] == h:
                 q = visited[slot]
                 s2 = ends[q - 1] if q > 0 else 0
-                if ends[q + n - 1] - s2 == e - s:
+                if ends[q + n - 1] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
                     found = True
-                    for k in range(e - s):
-                        if codes[s2 + k] != codes[s + k]:
-                            found = False
-                            break
-                    if found:
-                        break
+                    break
             slot = (slot + np.uint64(1)) & mask
         if found:
             repeated += e - s

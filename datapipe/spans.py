@@ -1,0 +1,16 @@
+"""Compiled span comparison for the open-addressing tables that confirm a matching hash element by element
+(``datapipe.filters.gopher``'s n-gram tables, ``datapipe.fasttext_predict``'s word table): a hash picks the
+candidate, this decides, so no collision can merge two different spans."""
+
+from __future__ import annotations
+
+import numba
+
+
+@numba.njit(cache=True, nogil=True)
+def same_span(a, i, b, j, n):  # pragma: no cover - compiled
+    """``a[i:i + n] == b[j:j + n]``, element by element, without slicing."""
+    for k in range(n):  # noqa: SIM110 - numba compiles the loop, not all() over a generator
+        if a[i + k] != b[j + k]:
+            return False
+    return True
