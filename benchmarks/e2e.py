@@ -17,7 +17,8 @@ seconds (user + sys) of everything it reaped, a figure less sensitive than wall 
 
 * datapipe: ``python -m pipelines.build_mixture --direct_running_mode=multi_processing --direct_num_workers=2`` on a
   one-source mixture (warc, lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
-  bundled ``fixture_quality`` classifier trained beforehand, untimed, GPT-2). Stage times come from its
+  bundled ``fixture_quality`` classifier trained beforehand, untimed, GPT-2), after an untimed warm-up build on
+  every 20th page (a fresh checkout's first build compiles numba's caches, ~10 s). Stage times come from its
   ``ran in`` lines.
 * datatrove 0.10 (``LocalPipelineExecutor``, 8 tasks, 2 workers, one executor per MinHash stage chained with
   ``depends=`` as its ``examples/minhash_deduplication.py`` does): ``WarcReader`` -> ``Trafilatura`` (its only
@@ -752,6 +753,15 @@ def main() -> None:
 
         tokenizer = str(work / "gpt2-tokenizer.json")
         load_tokenizer(TokenizerConfig("builtin:gpt2")).tokenizer.save(tokenizer)
+
+        # untimed warm-up build on a few pages: a fresh checkout's first build compiles numba's caches (~10 s on
+        # this machine), which would otherwise land in whichever timed run comes first
+        t0 = time.perf_counter()
+        warm = work / "corpus-warmup"
+        shutil.rmtree(warm, ignore_errors=True)
+        build_corpus(warm, pages[::20], 1, shards=2)  # every 20th page: all languages and manuals
+        run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout)
+        print(f"warm-up build (untimed, {len(pages[::20])} pages): {time.perf_counter() - t0:.0f} s")
 
         # each size's corpus is written just before its run (and synced): with every corpus written first, the 1x
         # build that followed the 452 MiB of the 16x corpus took 32 s instead of 23-24 s
