@@ -109,6 +109,10 @@ def local_cluster(root: Path, timeout_s: float = 60.0) -> Iterator[dict[str, str
     finally:
         if procs and all(p.poll() is None for p in procs[1:]):
             subprocess.run(["scancel", "--full", "--quiet", "-u", "root"], env=env, capture_output=True)
+            # a job step still ending reports to slurmd: stop slurmd first and its slurmstepd stays behind for good
+            deadline = time.monotonic() + 30
+            while _steps(conf) and time.monotonic() < deadline:
+                time.sleep(0.2)
         for p in reversed(procs):
             p.terminate()
         for p in reversed(procs):
@@ -117,6 +121,27 @@ def local_cluster(root: Path, timeout_s: float = 60.0) -> Iterator[dict[str, str
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        for pid in _steps(conf):  # whatever did not end: not left running after the test
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+
+def _steps(conf: Path) -> list[int]:
+    """Running ``slurmstepd`` processes of this cluster (slurmd detaches them; their environment names the conf)."""
+    mine = f"SLURM_CONF={conf}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() != "slurmstepd":
+                continue
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state != "Z" and mine in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile
+            continue
+    return found
 
 
 def _idle(env: dict[str, str]) -> bool:
