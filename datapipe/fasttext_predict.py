@@ -97,7 +97,6 @@ class _Tokens:
         self.offsets = np.zeros(tokens + 1, dtype=np.int64)  # token u's rows: ids[offsets[u]:offsets[u + 1]]
         self.ids = np.zeros(ids, dtype=np.int32)
         self.counts = np.zeros(3, dtype=np.int64)
-        self.kinds = np.zeros(tokens, dtype=np.int8)  # for the vocabulary: 0 word, 1 label
 
     def reserve(self, tokens: int, arena: int, ids: int) -> None:
         """Room for this many more of each (the most one text of a given length can add)."""
@@ -105,7 +104,6 @@ class _Tokens:
         if n + tokens + 1 > len(self.hashes):
             size = max(2 * len(self.hashes), n + tokens + 1)
             self.hashes = np.resize(self.hashes, size)
-            self.kinds = np.resize(self.kinds, size)
             self.starts = np.resize(self.starts, size + 1)
             self.offsets = np.resize(self.offsets, size + 1)
         if 2 * (n + tokens) > len(self.table):
@@ -123,49 +121,43 @@ class HsModel:
 
     def __init__(
         self,
-        words: dict[bytes, int],
-        labels: list[str],
-        label_words: frozenset[bytes],
+        entries: list[bytes],
+        kinds: np.ndarray,
         args: dict,
-        prune: dict[int, int] | None,
+        prune: np.ndarray | None,
         inp: np.ndarray,
         out: np.ndarray,
         memo_size: int = 1_000_000,
     ) -> None:
-        self.labels = labels
-        self.minn, self.maxn = args["minn"], args["maxn"]
+        """``entries``: the dictionary in file order (words first, so a word's index is its id), ``kinds`` 0 for a
+        word and 1 for a label; ``prune``: (bucket, row) pairs of a pruned model, None for an unpruned one."""
         nwords, bucket = args["nwords"], args["bucket"]
+        self.labels = [
+            e.decode("utf-8", errors="replace").removeprefix("__label__") for e in entries[nwords:]
+        ]
+        self.minn, self.maxn = args["minn"], args["maxn"]
         # an n-gram's bucket -> its input row (-1: pruned away); an unpruned model's table is the identity
         self.rows_of_bucket = np.arange(nwords, nwords + bucket, dtype=np.int32)
         if prune is not None:
             self.rows_of_bucket[:] = -1
-            if prune:
-                keys = np.fromiter(prune.keys(), dtype=np.int64, count=len(prune))
-                self.rows_of_bucket[keys] = nwords + np.fromiter(
-                    prune.values(), dtype=np.int64, count=len(prune)
-                )
-        # the dictionary, for the scan to find a token's entry: words first (entry index = word id), then labels
-        entries = sorted(words.items(), key=lambda kv: kv[1]) + [(w, -1) for w in sorted(label_words)]
-        self.vocab = _Tokens(len(entries) + 1, sum(len(w) for w, _ in entries) + 1, 1)
-        joined = b"".join(w for w, _ in entries)
-        lengths = np.fromiter((len(w) for w, _ in entries), dtype=np.int64, count=len(entries))
-        kinds = np.fromiter((0 if wid >= 0 else 1 for _, wid in entries), dtype=np.int8, count=len(entries))
+            self.rows_of_bucket[prune[:, 0]] = nwords + prune[:, 1]
+        # the dictionary, for the scan to find a token's entry and whether it is a label
+        self.vocab = _Tokens(len(entries) + 1, sum(map(len, entries)) + 1, 1)
+        self.kinds = kinds
+        lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
         _fill_vocab(
             self.vocab.table,
             self.vocab.hashes,
             self.vocab.starts,
             self.vocab.arena,
-            self.vocab.kinds,
-            np.frombuffer(joined, dtype=np.uint8),
+            self.vocab.counts,
+            np.frombuffer(b"".join(entries), dtype=np.uint8),
             lengths,
-            kinds,
         )
-        self.vocab.counts[0] = len(entries)
-        eos = words.get(EOS)
-        self.eos_rows = np.array([] if eos is None else [eos], dtype=np.int32)
+        self.eos_rows = np.array([i for i, e in enumerate(entries[:nwords]) if e == EOS], dtype=np.int32)
         self.inp, self.out = inp, out
         self.left, self.right = _huffman_tree(args["label_counts"])
-        self.osz = len(labels)
+        self.osz = len(self.labels)
         self.memo_size = memo_size
         self._memo = _Tokens()
 
@@ -191,7 +183,7 @@ class HsModel:
             v.hashes,
             v.starts,
             v.arena,
-            v.kinds,
+            self.kinds,
             self.eos_rows,
             self.minn,
             self.maxn,
@@ -227,25 +219,17 @@ def _parse(r: _Reader) -> HsModel | None:
     if loss != LOSS_HS or model != MODEL_SUPERVISED or word_ngrams != 1:
         return None
     size, nwords, nlabels, _ntokens, prune_size = r.unpack("iiiqq")
-    words: dict[bytes, int] = {}
-    labels: list[str] = []
-    label_words: set[bytes] = set()
+    entries: list[bytes] = []
+    kinds = np.zeros(size, dtype=np.int8)
     counts: list[int] = []
     for i in range(size):
-        word = r.cstring()
-        count, kind = r.unpack("qb")
-        if kind == 0:
-            words[word] = i
-        else:
-            label_words.add(word)
-            labels.append(word.decode("utf-8", errors="replace").removeprefix("__label__"))
+        entries.append(r.cstring())
+        count, kinds[i] = r.unpack("qb")
+        if kinds[i]:
             counts.append(count)
-    if sorted(words.values()) != list(range(nwords)) or len(labels) != nlabels or nlabels < 2:
+    if kinds[:nwords].any() or not kinds[nwords:].all() or nlabels != size - nwords or nlabels < 2:
         return None  # words come first in a fastText dictionary: a word's entry index is its id
-    prune = None
-    if prune_size >= 0:
-        pairs = r.array(np.int32, 2 * prune_size).reshape(-1, 2) if prune_size else np.zeros((0, 2), np.int32)
-        prune = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
+    prune = r.array(np.int32, 2 * prune_size).reshape(-1, 2).astype(np.int64) if prune_size >= 0 else None
     (quant_input,) = r.unpack("?")
     if quant_input:
         (qnorm,) = r.unpack("?")
@@ -269,7 +253,7 @@ def _parse(r: _Reader) -> HsModel | None:
     if cols != dim or ocols != dim or orows < nlabels - 1 or r.pos != len(r.data):
         return None
     args = {"nwords": nwords, "minn": minn, "maxn": maxn, "bucket": bucket, "label_counts": counts}
-    return HsModel(words, labels, frozenset(label_words), args, prune, np.ascontiguousarray(inp), out)
+    return HsModel(entries, kinds, args, prune, np.ascontiguousarray(inp), out)
 
 
 def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -333,19 +317,25 @@ def _rehash(table, hashes, n):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_vocab(
-    table, hashes, starts, arena, kinds, joined, lengths, entry_kinds
-):  # pragma: no cover - compiled
+def _insert(table, slot, hashes, starts, arena, counts, data, s, e, h):  # pragma: no cover - compiled
+    """Add the token ``data[s:e]`` at the free ``slot`` that ``_find`` gave; returns its number."""
+    u, a = counts[0], counts[1]
+    table[slot] = u
+    hashes[u] = h
+    arena[a : a + e - s] = data[s:e]
+    starts[u + 1] = a + e - s
+    counts[0], counts[1] = u + 1, a + e - s
+    return u
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_vocab(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no cover - compiled
     s = 0
-    for u in range(len(lengths)):
-        e = s + lengths[u]
+    for length in lengths:
+        e = s + length
         h = _fnv(joined, s, e)
         _, slot = _find(table, hashes, starts, arena, joined, s, e, h)
-        table[slot] = u
-        hashes[u] = h
-        arena[s:e] = joined[s:e]
-        starts[u + 1] = e
-        kinds[u] = entry_kinds[u]
+        _insert(table, slot, hashes, starts, arena, counts, joined, s, e, h)
         s = e
 
 
@@ -427,24 +417,17 @@ def _scan(
             break  # a literal </s> ends fastText's line: it is the end-of-line token
         u, slot = _find(table, hashes, starts, arena, data, s, e, h)
         if u < 0:
-            u = counts[0]
-            a, q = counts[1], counts[2]
-            table[slot] = u
-            hashes[u] = h
-            arena[a : a + e - s] = data[s:e]
-            starts[u + 1] = a + e - s
+            u = _insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
             entry, _ = _find(vtable, vhashes, vstarts, varena, data, s, e, h)
-            label = entry >= 0 and vkinds[entry] == 1
-            if entry < 0 and e - s >= 9:  # not in the dictionary: a label by its prefix
-                label = True
-                for k in range(9):
-                    if data[s + k] != LABEL_BYTES[k]:
-                        label = False
-                        break
+            if entry >= 0:
+                label = vkinds[entry] == 1
+            else:  # not in the dictionary: a label by its prefix
+                label = e - s >= len(LABEL_BYTES) and same_span(data, s, LABEL_BYTES, 0, len(LABEL_BYTES))
+            q = counts[2]
             if not label:  # a label is not a word: no rows
                 q = _subword_rows(data, s, e, entry, minn, maxn, rows_of_bucket, ids, q)
             offsets[u + 1] = q
-            counts[0], counts[1], counts[2] = u + 1, a + e - s, q
+            counts[2] = q
         for q in range(offsets[u], offsets[u + 1]):
             row = ids[q]
             for d in range(dim):

@@ -86,11 +86,10 @@ def split_paragraphs_and_lines(text: str) -> tuple[list[str], list[str]]:
     body = text.strip()
     if body is not text:
         parts = body.split("\n")
+    # an empty piece is inside a run of two or more newlines (the stripped text neither starts nor ends with one)
     paragraphs, start = [], 0
     for i, part in enumerate(parts):
-        if (
-            not part
-        ):  # inside a run of two or more newlines (the stripped text neither starts nor ends with one)
+        if not part:
             if start < i:
                 paragraphs.append("\n".join(parts[start:i]))
             start = i + 1
