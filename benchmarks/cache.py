@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import best_of, documents  # noqa: E402
 
-from datapipe.config import TokenizerConfig  # noqa: E402
+from datapipe.config.stages import TokenizerConfig  # noqa: E402
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_rows_npy  # noqa: E402
 from datapipe.store.tensorstore_spec import open_array  # noqa: E402
 from datapipe.tokenize.tokenizer import load_tokenizer  # noqa: E402
@@ -40,7 +40,7 @@ LONG_DOC = """
 import sys, time
 sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from corpus import documents
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.tokenize.tokenizer import load_tokenizer
 texts = [t for _, t in documents(3000) if t.isascii()]
 parts, size = [], 0

@@ -24,13 +24,13 @@ def fixture_documents() -> Iterator[tuple[str, str]]:
     from datapipe.extract.html import HtmlExtractor
     from datapipe.io.readers import read_shard
     from datapipe.io.shards import make_shards
-    from datapipe.stats import StageStats
+    from datapipe.io.tally import ReadTally
 
     extractor = HtmlExtractor()
     formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
     for path in sorted(p for p in CORPORA.rglob("*") if p.is_file() and not p.name.endswith(".json")):
         fmt, field = next(v for k, v in formats.items() if k in path.name)
-        for rec in read_shard(make_shards([str(path)], str(CORPORA))[0], "s", fmt, field, "id", StageStats()):
+        for rec in read_shard(make_shards([str(path)], str(CORPORA))[0], "s", fmt, field, "id", ReadTally()):
             text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
             if text.strip():
                 yield rec["id"], text
@@ -96,7 +96,7 @@ def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float])
     import os
 
     sys.path.insert(0, str(REPO))
-    from datapipe.config import TokenizerConfig
+    from datapipe.config.stages import TokenizerConfig
     from datapipe.io import fs
     from datapipe.store.cache import FIELD, LEDGER, make_ledger, write_ledger
     from datapipe.store.jagged import write_jagged

@@ -405,7 +405,7 @@ def datatrove_main(argv: list[str]) -> None:
     from datatrove.pipeline.tokens import DocumentTokenizer
     from datatrove.pipeline.writers import JsonlWriter
 
-    from datapipe.langid import bundled_model_path
+    from datapipe.langid.identifier import bundled_model_path
 
     w = cfg["work"]
     # datatrove's FT176 model is lid.176.bin, fetched from fbaipublicfiles at first use; point this instance at
@@ -748,7 +748,7 @@ def main() -> None:
             print(f"e2e: only {len(pages)} HTML pages under {DOC} (wanted >= 3,000)", file=sys.stderr)
         model = train_classifier(work)
         sys.path.insert(0, str(REPO))
-        from datapipe.config import TokenizerConfig
+        from datapipe.config.stages import TokenizerConfig
         from datapipe.tokenize.tokenizer import load_tokenizer
 
         tokenizer = str(work / "gpt2-tokenizer.json")

@@ -31,12 +31,14 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from resiliparse.parse.encoding import bytes_to_str  # noqa: E402
 
-from datapipe.config import LangidConfig, load_mixture  # noqa: E402
+from datapipe.config.mixture import load_mixture  # noqa: E402
+from datapipe.config.stages import LangidConfig  # noqa: E402
 from datapipe.extract.stage import ExtractStage  # noqa: E402
 from datapipe.filters.document import FilterDoc  # noqa: E402
 from datapipe.filters.presets import build_chain  # noqa: E402
 from datapipe.io.shards import Shard  # noqa: E402
-from datapipe.langid import bundled_model_path, load_fasttext  # noqa: E402
+from datapipe.langid.identifier import bundled_model_path, load_fasttext  # noqa: E402
+from pipelines.mixtures import BUNDLED  # noqa: E402
 
 CORPORA = REPO / "tests" / "fixtures" / "corpora"
 WARCS = sorted((CORPORA / "crawl").glob("docs-*.warc.gz"))
@@ -57,7 +59,7 @@ def bench_extract(repeat: int, tries: int) -> tuple[float, float, int]:
             text = extract_plain_text(html, main_content=True)
             model.predict(text.replace("\n", " "), k=1)
 
-    mix = load_mixture("dclm_phase3.yaml")
+    mix = load_mixture("dclm_phase3.yaml", search=(BUNDLED,))
     from dataclasses import replace
 
     src = replace(mix.source("dolmino_dclm"), langid=LangidConfig(languages=("en",), min_score=0.65))

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 
 from datapipe import __version__
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.stage import STAGE_JSON
@@ -143,7 +143,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 def cmd_classifier_train(args: argparse.Namespace) -> int:
-    from datapipe.quality.train import load_recipe, train
+    from datapipe.config.recipe import load_recipe
+    from datapipe.quality.train import train
 
     recipe = load_recipe(args.recipe)
     result = train(recipe, args.output)
@@ -158,9 +159,17 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
-    from pipelines.build_mixture import run
+    """``datapipe build ARGS`` runs the engines' launcher, ``python -m pipelines.build_mixture ARGS``, as a child
+    process: the ``datapipe`` package imports no engine (Beam, datatrove), and the launcher's own exit handling
+    (quick exit, Ctrl-C) applies as when it is run directly."""
+    import subprocess
 
-    return run(rest)
+    child = subprocess.Popen([sys.executable, "-m", "pipelines.build_mixture", *rest])
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # the child got the same SIGINT: let it end and report its own status
+            continue
 
 
 def _sub(sub, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:

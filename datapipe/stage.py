@@ -30,9 +30,14 @@ STAGE_JSON = "stage.json"
 class Stage(Protocol):
     """One stage of one source. Instances are small and picklable; heavy resources load in :meth:`setup`."""
 
-    name: str
-    source: str
-    out_dir: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def out_dir(self) -> str: ...
 
     def setup(self) -> None: ...
 

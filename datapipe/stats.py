@@ -148,7 +148,7 @@ class StageStats:
 def _merge_hists(a: dict, b: dict) -> dict[str, tuple[str, Counter]]:
     out: dict[str, tuple[str, Counter]] = {}
     for name in sorted(set(a) | set(b)):
-        kind = (a.get(name) or b.get(name))[0]
+        kind = (a[name] if name in a else b[name])[0]
         out[name] = (
             kind,
             (a[name][1] if name in a else Counter()) + (b[name][1] if name in b else Counter()),

@@ -111,7 +111,7 @@ def fixture_texts() -> list[str]:
     from datapipe.extract.html import HtmlExtractor
     from datapipe.io.readers import read_shard
     from datapipe.io.shards import make_shards
-    from datapipe.stats import StageStats
+    from datapipe.io.tally import ReadTally
 
     extractor = HtmlExtractor()
     formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
@@ -119,7 +119,7 @@ def fixture_texts() -> list[str]:
     for path in sorted(p for p in CORPORA.rglob("*") if p.is_file() and not p.name.endswith(".json")):
         fmt, field = next(v for k, v in formats.items() if k in path.name)
         shard = make_shards([str(path)], str(CORPORA))[0]
-        for rec in read_shard(shard, "s", fmt, field, "id", StageStats()):
+        for rec in read_shard(shard, "s", fmt, field, "id", ReadTally()):
             text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
             if text.strip():
                 texts.append(text)

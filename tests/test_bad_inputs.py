@@ -32,8 +32,8 @@ from datapipe.extract.html import HtmlExtractor, html_to_text
 from datapipe.io.jsonl import read_records
 from datapipe.io.readers import check_shard
 from datapipe.io.shards import Shard
+from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
-from datapipe.stats import StageStats
 from tests.conftest import CORPORA, REPO, run_build, write_mixture
 from tests.fixtures.build_bad import crawl_pages
 from tests.reliability import tally
@@ -449,9 +449,9 @@ def test_content_encoded_bodies_are_decoded(tmp_path):
                 url, "response", payload=io.BytesIO(body), http_headers=headers
             )
             writer.write_record(record)
-    stats = StageStats()
-    docs = list(read_warc(Shard(0, str(path), path.name), "s", stats))
+    seen = ReadTally()
+    docs = list(read_warc(Shard(0, str(path), path.name), "s", seen))
     assert [d["html"] for d in docs] == [page] * len(bodies)
-    assert stats.docs_in == len(bodies) + 1 and dict(stats.removed) == {"read/bad_content_encoding": 1}
+    assert seen.records == len(bodies) + 1 and dict(seen.unusable) == {"read/bad_content_encoding": 1}
     tally("bad_inputs", len(bodies) + 1)
     tally("crashes", 0)

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipelines.beam_quiet import PipelineOptions, beam
-from pipelines.beam_runner import pipeline
+from pipelines.beam.quiet import PipelineOptions, beam
+from pipelines.beam.runner import pipeline
 
 
 class _Cmdline(beam.DoFn):
@@ -35,7 +35,7 @@ def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path
         )
     rows = [line.split("\t") for line in seen.read_text().splitlines()]
     assert sorted(int(r[0]) for r in rows) == list(range(40))
-    assert all("-m pipelines.beam_worker" in r[1] for r in rows), rows[:3]
+    assert all("-m pipelines.beam.worker" in r[1] for r in rows), rows[:3]
     assert all(int(r[2]) != os.getpid() for r in rows)
     # the caller's options are untouched (a build runs a second pipeline with them when components need rounds)
     assert options.get_all_options()["direct_running_mode"] == "multi_processing"
@@ -53,7 +53,7 @@ def test_a_failing_worker_exits_with_a_failure():
     # no control endpoint in the environment: Beam's harness raises, and the fast exit must not hide it
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_SERVICE_DESCRIPTOR")}
     r = subprocess.run(
-        [sys.executable, "-m", "pipelines.beam_worker"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "pipelines.beam.worker"], env=env, capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 1
     assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr

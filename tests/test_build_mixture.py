@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import DatapipeError
 from datapipe.io.jsonl import read_records
 from datapipe.store.cache import TokenCache
+from datapipe.store.identity import TokenizerIdentity
 from datapipe.store.manifest import open_component, read_manifest
-from datapipe.tokenize.tokenizer import TokenizerIdentity, load_tokenizer
+from datapipe.tokenize.tokenizer import load_tokenizer
 from tests.conftest import run_build, tree_digest, write_mixture
 
 

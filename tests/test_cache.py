@@ -49,7 +49,7 @@ def _levanter_rows(cache: Path) -> list[list[int]]:
 
 
 def test_levanter_layout_reads_every_row(built_small):
-    from datapipe.config import TokenizerConfig
+    from datapipe.config.stages import TokenizerConfig
     from datapipe.tokenize.tokenizer import load_tokenizer
 
     out, _ = built_small

@@ -35,3 +35,14 @@ def test_inspect_cache_and_mixture(built_small):
 def test_inspect_bad_path_is_one_line(tmp_path):
     proc = _datapipe("inspect", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+
+
+def test_build_runs_the_launcher_and_passes_its_status(built_small, small_mixture, tmp_path):
+    """``datapipe build`` is the engines' launcher run as a child: its plan on stdout, its one-line errors and exit
+    statuses unchanged."""
+    out, _ = built_small
+    proc = _datapipe("build", "--mixture", str(small_mixture), "--output", str(out), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert f"plan for {out}" in proc.stdout and "cached" in proc.stdout and "would run" not in proc.stdout
+    proc = _datapipe("build", "--mixture", str(tmp_path / "missing.yaml"), "--output", str(tmp_path / "o"))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr

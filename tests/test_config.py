@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from datapipe.config import check_inputs, load_mixture
+from datapipe.build.plan import check_inputs
 from datapipe.config.env import expand_string
+from datapipe.config.mixture import load_mixture
 from datapipe.errors import ConfigError
+from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA, SMALL_MIXTURE, run_build, write_mixture
 
 
 def test_bundled_mixture_loads_with_all_sources():
-    mix = load_mixture("dclm_phase3.yaml")
+    mix = load_mixture("dclm_phase3.yaml", search=(BUNDLED,))
     names = [s.name for s in mix.sources]
     assert names == [
         "dolmino_dclm",
@@ -32,7 +34,7 @@ def test_bundled_mixture_loads_with_all_sources():
     files = check_inputs(mix, mix.sources)
     assert all(files[n] for n in names), "every component must have input files"
     # found by bare name as well
-    assert load_mixture("dclm_phase3").file == mix.file
+    assert load_mixture("dclm_phase3", search=(BUNDLED,)).file == mix.file
 
 
 def _error_for(tmp_path, text: str) -> ConfigError:
@@ -133,5 +135,5 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
 
 def test_unknown_bundled_mixture():
     with pytest.raises(ConfigError) as info:
-        load_mixture("no_such_mixture.yaml")
+        load_mixture("no_such_mixture.yaml", search=(BUNDLED,))
     assert "dclm_phase3.yaml" in str(info.value)

@@ -151,15 +151,15 @@ STEP_THEN_WRITER = """
 import sys
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.writers import JsonlWriter
-from datapipe.config import check_inputs, load_mixture
-from datapipe.plan import make_stage, plan_mixture
+from datapipe.config.mixture import load_mixture
+from datapipe.build.plan import check_inputs, make_stage, plan_mixture
 from datapipe.tokenize.tokenizer import load_tokenizer
-from pipelines.datatrove_steps import StageShards
+from pipelines.datatrove.steps import StageShards
 
 mixture_file, out, docs, logs = sys.argv[1:]
 mixture = load_mixture(mixture_file, output=out)
 files = check_inputs(mixture, mixture.sources)
-plans = plan_mixture(mixture, mixture.sources, files, load_tokenizer(mixture.tokenizer).identity)
+plans = plan_mixture(mixture, mixture.sources, files, load_tokenizer(mixture.tokenizer).identity.sha256)
 sp = next(p for p in plans if any(st.stage == "filter" for st in p.stages))
 st = sp.stage("filter")
 step = StageShards(make_stage(mixture, sp, st), tuple(st.shards), emit_documents=True)

@@ -10,11 +10,12 @@ from collections import Counter
 
 import pytest
 
+from datapipe.config.stages import DeconConfig, EvalSet
 from datapipe.decon.evalsets import EvalItem
 from datapipe.decon.index import EvalIndex
-from datapipe.decon.stage import DeconConfig, DeconStage, EvalSet
+from datapipe.decon.stage import DeconStage
 from datapipe.dedup.normalize import normalize
-from datapipe.pii import EMAIL, IP, PHONE, scrub
+from datapipe.pii.scrub import EMAIL, IP, PHONE, scrub
 from datapipe.stats import StageStats
 from tests.conftest import CORPORA, REPO, run_build, write_mixture
 

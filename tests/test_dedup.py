@@ -17,9 +17,10 @@ from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star
-from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler, estimate, s_curve
+from datapipe.dedup.minhash import MinHasher, Shingler, estimate, s_curve
 from datapipe.dedup.normalize import normalize
 from datapipe.dedup.store import read_edges
 from datapipe.io.jsonl import read_records
@@ -263,7 +264,7 @@ def test_shingles_are_datatrove_words(fixture_texts):
 
 def test_report_figures_combine_in_any_split():
     """The global phase's report combiner gives the same figures however the runner splits and merges its input."""
-    from pipelines.beam_dedup import LARGEST, ReportFigures
+    from pipelines.beam.dedup import LARGEST, ReportFigures
 
     rng = random.Random(3)
     figures = []

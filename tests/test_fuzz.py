@@ -35,8 +35,8 @@ from datapipe.extract.html import HtmlExtractor, decode_html
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.io.readers import check_shard, read_shard
 from datapipe.io.shards import Shard
+from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
-from datapipe.stats import StageStats
 from tests.conftest import CORPORA, REPO
 from tests.reliability import tally
 
@@ -206,7 +206,7 @@ def read_controlled(path: Path, fmt: str, text_field: str = "text", events: bool
 
     With ``events`` (inside a hypothesis test), the outcome is recorded: ``pytest --hypothesis-show-statistics``
     then shows which kinds of damage the examples reached."""
-    stats = StageStats()
+    stats = ReadTally()
     shard = Shard(0, str(path), path.name)
     try:
         with time_limit():
@@ -219,11 +219,11 @@ def read_controlled(path: Path, fmt: str, text_field: str = "text", events: bool
         if events:
             event(f"{fmt}: refused")
         return None
-    assert stats.docs_in == len(docs) + sum(stats.removed.values()), stats.to_dict()
-    for outcome in [f"{'some' if docs else 'no'} documents", *sorted({*stats.removed, *stats.skipped})]:
+    assert stats.records == len(docs) + sum(stats.unusable.values()), stats
+    for outcome in [f"{'some' if docs else 'no'} documents", *sorted({*stats.unusable, *stats.not_records})]:
         if events:
             event(f"{fmt}: {outcome}")
-    assert all(n > 0 for n in [*stats.removed.values(), *stats.skipped.values()])
+    assert all(n > 0 for n in [*stats.unusable.values(), *stats.not_records.values()])
     for doc in docs:
         assert isinstance(doc["id"], str) and doc["id"].startswith(path.name + ":")
         if "html" in doc:
@@ -370,7 +370,7 @@ def test_parquet_damage_costs_its_row_group_and_no_silent_loss(folder):
         damaged_file = bytearray(data)
         damaged_file[pos] ^= 0x55
         path = write(folder, ".parquet", bytes(damaged_file))
-        stats = StageStats()
+        stats = ReadTally()
         try:
             with time_limit():
                 docs = list(
@@ -380,8 +380,8 @@ def test_parquet_damage_costs_its_row_group_and_no_silent_loss(folder):
             assert e.file == str(path)
             outcomes.add("refused")
             continue
-        lost = stats.removed.get("read/corrupt_row_group", 0)
-        assert stats.docs_in == n_rows == len(docs) + lost and lost % 2 == 0
+        lost = stats.unusable.get("read/corrupt_row_group", 0)
+        assert stats.records == n_rows == len(docs) + lost and lost % 2 == 0
         outcomes.add("row group lost" if lost else "read")
         examples.append(1)
     assert outcomes == {"refused", "row group lost", "read"}

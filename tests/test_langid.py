@@ -9,11 +9,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from datapipe.config import LangidConfig, load_mixture
+from datapipe.config.mixture import load_mixture
+from datapipe.config.stages import LangidConfig
 from datapipe.extract.stage import ExtractStage
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import make_shards
-from datapipe.langid import LanguageIdentifier, bundled_model_path
+from datapipe.langid.identifier import LanguageIdentifier, bundled_model_path
+from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA
 
 
@@ -39,7 +41,7 @@ def test_accuracy_on_fortunes_in_many_languages():
 def test_extract_stage_tags_and_keeps_by_language(tmp_path):
     from dataclasses import replace
 
-    mix = load_mixture("dclm_phase3.yaml")
+    mix = load_mixture("dclm_phase3.yaml", search=(BUNDLED,))
     src = replace(
         mix.source("megawika"),
         langid=LangidConfig(languages=("de", "it"), min_score=0.5),
@@ -72,8 +74,8 @@ def _fasttext_top(model, text: str) -> tuple[str, float] | None:
 
 @pytest.fixture(scope="module")
 def both():
-    from datapipe.fasttext_predict import read_model
-    from datapipe.langid import load_fasttext
+    from datapipe.langid.identifier import load_fasttext
+    from datapipe.langid.predict import read_model
 
     path = bundled_model_path()
     ours = read_model(path)
@@ -146,7 +148,7 @@ def test_generated_text_gets_fasttexts_answer(both, text):
 
 
 def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
-    from datapipe.fasttext_predict import read_model
+    from datapipe.langid.predict import read_model
 
     small, big = read_model(bundled_model_path()), read_model(bundled_model_path())
     small.memo_size = 300  # starts over every few documents
@@ -172,8 +174,8 @@ def _train(tmp_path: Path, **hyper):
 
 def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
     """A model trained here: dense and unpruned, then quantized and pruned with and without quantized norms."""
-    from datapipe.fasttext_predict import read_model
-    from datapipe.langid import load_fasttext
+    from datapipe.langid.identifier import load_fasttext
+    from datapipe.langid.predict import read_model
 
     hyper = {"loss": "hs", "dim": 8, "minn": 2, "maxn": 4, "bucket": 20_000, "epoch": 3}
     texts = [t.replace("\n", " ") for t in fixture_texts[::7]]
@@ -194,7 +196,7 @@ def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_
 
 
 def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
-    from datapipe.fasttext_predict import read_model
+    from datapipe.langid.predict import read_model
 
     not_a_model = tmp_path / "x.bin"
     not_a_model.write_bytes(b"not a fastText model")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from datapipe.config import check_inputs, load_mixture
-from datapipe.plan import plan_mixture
+from datapipe.build.plan import check_inputs, plan_mixture
+from datapipe.config.mixture import load_mixture
 from datapipe.tokenize.tokenizer import load_tokenizer
 from tests.conftest import CORPORA, SMALL_MIXTURE, write_mixture
 
@@ -13,7 +13,7 @@ from tests.conftest import CORPORA, SMALL_MIXTURE, write_mixture
 def _hashes(path, **kw):
     mix = load_mixture(str(path), **kw)
     tok = load_tokenizer(mix.tokenizer).identity
-    plans = plan_mixture(mix, mix.sources, check_inputs(mix, mix.sources), tok)
+    plans = plan_mixture(mix, mix.sources, check_inputs(mix, mix.sources), tok.sha256)
     return {(p.source.name, s.stage): s.hash for p in plans for s in p.stages}
 
 

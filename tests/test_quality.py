@@ -10,11 +10,12 @@ import fasttext
 import numpy as np
 import pytest
 
+from datapipe.config.recipe import BUNDLED, load_recipe
 from datapipe.errors import DatapipeError
 from datapipe.io.jsonl import read_records
 from datapipe.quality.model import QualityModel, check_model, preprocess
-from datapipe.quality.train import BUNDLED, load_recipe, train
-from tests.conftest import CORPORA, REPO, run_build, write_mixture
+from datapipe.quality.train import train
+from tests.conftest import CORPORA, REPO, run_build, tree_digest, write_mixture
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +73,29 @@ def _build(tmp_path: Path, model: str, select: str, name: str = "q"):
     return run_build("--mixture", str(mix), "--output", str(out)), out
 
 
-def test_keep_fraction_and_stage_scores(trained, tmp_path):
-    proc, out = _build(tmp_path, trained[0].model_url, "{classifier: fq, keep_fraction: 0.2}")
+KEEP_FIFTH = "{classifier: fq, keep_fraction: 0.2}"
+
+
+@pytest.fixture(scope="module")
+def kept_fifth(trained, tmp_path_factory):
+    """A build on Beam that keeps the top fifth by score."""
+    tmp_path = tmp_path_factory.mktemp("fifth")
+    proc, out = _build(tmp_path, trained[0].model_url, KEEP_FIFTH)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp_path / "q.yaml", out
+
+
+def test_keep_fraction_and_stage_scores(trained, kept_fifth):
+    _, out = kept_fifth
     (stage,) = (out / "prose").glob("quality-*")
     doc = json.loads((stage / "stage.json").read_text())
     n_in, n_kept = doc["counts"]["docs_in"], doc["counts"]["docs_kept"]
     print(f"kept {n_kept} of {n_in} = {n_kept / n_in:.4f}")
-    assert n_in >= 2000 and abs(n_kept / n_in - 0.2) <= 0.01
-    assert doc["quality"]["keep_fraction"] == 0.2 and len(doc["quality"]["cutoff"]) == 2
+    assert n_in >= 2000
+    # the cut-off is the exact quantile: every document at or above the key of rank round(0.8 * (n - 1)) is kept
+    assert n_kept == n_in - round(0.8 * (n_in - 1))
+    assert doc["quality"] == {"keep_fraction": 0.2, "cutoff": doc["quality"]["cutoff"], "documents": n_in}
+    assert len(doc["quality"]["cutoff"]) == 2
     # the stage's recorded scores are fastText's own
     direct = fasttext.load_model(trained[0].model_url)
     kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
@@ -89,6 +104,29 @@ def test_keep_fraction_and_stage_scores(trained, tmp_path):
         assert (
             abs(d["metadata"]["quality"]["fq"] - dict(zip(labels, probs, strict=True))["__label__hq"]) <= 1e-6
         )
+
+
+def test_keep_fraction_on_datatrove_writes_what_beam_writes(kept_fifth, tmp_path):
+    """``--engine datatrove`` runs the cut-off as datatrove steps (keys per shard, then one cut-off task) over the
+    same pure function: every file of the build, the quality stage's global report included, is Beam's."""
+    mixture, beam_out = kept_fifth
+    out = tmp_path / "dt"
+    proc = run_build(
+        "--mixture", str(mixture), "--output", str(out), "--engine", "datatrove", "--workers", "2"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(out.glob("_datatrove/prose/quality-*/cutoff/tasks-1/completions/*"))
+
+    def outputs(root: Path) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in tree_digest(root).items()
+            if not k.startswith("_datatrove/") and "experiment" not in k
+        }
+
+    beam, dt = outputs(beam_out), outputs(out)
+    assert sorted(dt) == sorted(beam) and any("/quality-" in k and k.endswith("global.json") for k in beam)
+    assert [k for k in beam if dt[k] != beam[k]] == []
 
 
 def test_recipe_reference_trains_once_and_dclm_preset(tmp_path, trained):
@@ -131,7 +169,7 @@ def test_bad_model_is_a_clear_error_before_work(tmp_path, trained, kind):
 
 
 def test_check_model_accepts_real_models(trained):
-    from datapipe.langid import bundled_model_path
+    from datapipe.langid.identifier import bundled_model_path
 
     check_model(trained[0].model_url)
     check_model(bundled_model_path())  # a quantized .ftz: header checks only

@@ -12,12 +12,12 @@ import pytest
 from datapipe.errors import InputError
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import Shard, make_shards
-from datapipe.stats import StageStats
+from datapipe.io.tally import ReadTally
 from tests.conftest import CORPORA
 
 
 def _read(path, fmt, text_field="text", id_field="id"):
-    stats = StageStats()
+    stats = ReadTally()
     shard = make_shards([str(path)], str(CORPORA))[0]
     docs = list(read_shard(shard, "src", fmt, text_field, id_field, stats))
     return docs, stats
@@ -26,11 +26,11 @@ def _read(path, fmt, text_field="text", id_field="id"):
 def test_real_crawl_iana():
     docs, stats = _read(CORPORA / "crawl" / "iana.warc.gz", "warc")
     # pywb's iana.warc.gz: 343 records, 48 responses of which 16 are 2xx HTML pages
-    assert stats.docs_in == len(docs) == 16 and not stats.removed
-    assert sum(stats.skipped.values()) + stats.docs_in == 343
-    assert stats.skipped["warc/request"] == 171 and stats.skipped["warc/revisit"] == 123
+    assert stats.records == len(docs) == 16 and not stats.unusable
+    assert sum(stats.not_records.values()) + stats.records == 343
+    assert stats.not_records["warc/request"] == 171 and stats.not_records["warc/revisit"] == 123
     assert (
-        stats.skipped["warc/not_html"] == 28 and stats.skipped["warc/http_not_ok"] == 4
+        stats.not_records["warc/not_html"] == 28 and stats.not_records["warc/http_not_ok"] == 4
     )  # css/js/images; redirects
     assert all(d["metadata"]["url"].startswith("http") for d in docs)
     assert all(d["metadata"]["warc_record_id"].startswith("<urn:uuid:") for d in docs)
@@ -39,7 +39,7 @@ def test_real_crawl_iana():
 
 def test_packed_warc_has_planted_copies():
     docs, stats = _read(CORPORA / "crawl" / "docs-00000.warc.gz", "warc")
-    assert stats.docs_in == len(docs) > 40 and not stats.removed
+    assert stats.records == len(docs) > 40 and not stats.unusable
     truth = json.loads((CORPORA / "duplicates_truth.json").read_text())
     urls = {d["metadata"]["url"] for d in docs}
     docs2, _ = _read(CORPORA / "crawl" / "docs-00001.warc.gz", "warc")
@@ -59,7 +59,7 @@ def test_packed_warc_has_planted_copies():
 )
 def test_jsonl_compressions(rel):
     docs, stats = _read(CORPORA / rel, "jsonl")
-    assert stats.docs_in == len(docs) > 0 and stats.docs_kept == 0  # the reader yields; the stage keeps
+    assert stats.records == len(docs) > 0 and not stats.unusable  # the reader yields; the stage keeps
     assert docs[0]["id"] == f"{rel}:0"
     assert docs[0]["metadata"]["source_id"].startswith("pydoc/")
     assert all(isinstance(d["text"], str) and d["text"] for d in docs)
@@ -67,7 +67,7 @@ def test_jsonl_compressions(rel):
 
 def test_parquet_code():
     docs, stats = _read(CORPORA / "code" / "stdlib-00000.parquet", "parquet", text_field="content")
-    assert stats.docs_in == len(docs) > 10
+    assert stats.records == len(docs) > 10
     assert docs[0]["metadata"]["lang"] == "Python"
     assert "max_stars_repo_path" in docs[0]["metadata"]
 
@@ -83,12 +83,12 @@ def test_bad_jsonl_lines_are_counted_not_lost(tmp_path):
         b'{"text": "x"}',
     ]
     path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
-    stats = StageStats()
+    stats = ReadTally()
     docs = list(read_shard(Shard(0, str(path), "bad.jsonl.gz"), "s", "jsonl", "text", "id", stats))
     assert [d["text"] for d in docs] == ["good one", "x"]
     assert [d["id"] for d in docs] == ["bad.jsonl.gz:0", "bad.jsonl.gz:5"]
-    assert stats.docs_in == 6
-    assert dict(stats.removed) == {
+    assert stats.records == 6
+    assert dict(stats.unusable) == {
         "read/invalid_json": 1,
         "read/missing_text": 1,
         "read/text_not_string": 1,
@@ -100,5 +100,5 @@ def test_parquet_without_text_column_names_file_and_field(tmp_path):
     path = tmp_path / "x.parquet"
     pq.write_table(pa.table({"body": ["a", "b"]}), path)
     with pytest.raises(InputError) as info:
-        list(read_shard(Shard(0, str(path), "x.parquet"), "s", "parquet", "content", "id", StageStats()))
+        list(read_shard(Shard(0, str(path), "x.parquet"), "s", "parquet", "content", "id", ReadTally()))
     assert str(path) in str(info.value) and "'content'" in str(info.value) and "body" in str(info.value)

@@ -225,7 +225,7 @@ def test_train_killed_during_a_checkpoint_write_resumes_from_the_last_complete_o
 
 
 def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
-    from datapipe.config import load_mixture
+    from datapipe.config.mixture import load_mixture
     from datapipe.errors import ConfigError
 
     base = "data_root: {root}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  {src}: {{weight: 1, format: jsonl, paths: [fortunes/fortunes-en.jsonl.zst]}}\n"
@@ -264,7 +264,7 @@ def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
 def test_pinned_hashes_are_checked(built_small, tmp_path):
     import hashlib
 
-    from datapipe.config import TokenizerConfig
+    from datapipe.config.stages import TokenizerConfig
     from datapipe.errors import DatapipeError
     from datapipe.store.manifest import open_component, read_manifest
     from datapipe.tokenize.tokenizer import load_tokenizer
@@ -287,7 +287,7 @@ def test_pinned_hashes_are_checked(built_small, tmp_path):
         open_component(manifest, doc, name)
     # a classifier model pinned by hash
     model = REPO / "tests" / "fixtures" / "corpora" / "PROVENANCE.json"  # any file: the hash is checked first
-    from datapipe.quality.resolve import check_pinned
+    from datapipe.build.classifiers import check_pinned
 
     check_pinned(
         str(model),

@@ -226,8 +226,8 @@ def test_progress_lines_follow_committed_shards(tmp_path):
     import io
     import time
 
+    from datapipe.build.progress import StageProgress
     from datapipe.io.shards import Shard
-    from datapipe.progress import StageProgress
     from datapipe.stage import stats_path
 
     shards = [Shard(i, f"file://{tmp_path}/in-{i}", f"in-{i}") for i in range(4)]
@@ -250,8 +250,8 @@ def test_wave_progress_reports_each_stage_as_its_success_appears(tmp_path):
     import io
     import time
 
+    from datapipe.build.progress import WaveProgress
     from datapipe.io.shards import Shard
-    from datapipe.progress import WaveProgress
     from datapipe.stage import stats_path
 
     shards = [Shard(i, f"file://{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import DatapipeError
 from datapipe.tokenize.tokenizer import build_gpt2, load_tokenizer
 

@@ -11,18 +11,18 @@ from fastwarc.stream_io import Lz4Writer
 from fastwarc.warc import ArchiveIterator
 
 from datapipe.io.shards import Shard
+from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
-from datapipe.stats import StageStats
 from tests.conftest import CORPORA
 
 WARC = CORPORA / "crawl" / "docs-00000.warc.gz"
 
 
 def _read(path):
-    stats = StageStats()
+    stats = ReadTally()
     docs = list(read_warc(Shard(0, str(path), path.name), "s", stats))
     # every document counted in is yielded or removed with a reason
-    assert stats.docs_in == len(docs) + sum(stats.removed.values())
+    assert stats.records == len(docs) + sum(stats.unusable.values())
     return docs, stats
 
 
@@ -41,7 +41,7 @@ def _member_starts(data: bytes) -> list[int]:
 
 def test_clean_file(clean):
     docs, stats = clean
-    assert len(docs) == 59 and not stats.removed and "warc/corrupt_region" not in stats.skipped
+    assert len(docs) == 59 and not stats.unusable and "warc/corrupt_region" not in stats.not_records
 
 
 @pytest.mark.parametrize("where", ["header", "payload"])
@@ -54,7 +54,7 @@ def test_truncated_file_counts_the_cut_record(tmp_path, clean, where):
     docs, stats = _read(tmp_path / "t.warc.gz")
     assert _urls(docs) == _urls(clean[0])[: len(docs)]
     assert len(docs) == 39
-    assert dict(stats.removed) == {"read/truncated_record": 1}
+    assert dict(stats.unusable) == {"read/truncated_record": 1}
 
 
 def test_garbage_between_members_loses_nothing_after_it(tmp_path, clean):
@@ -63,7 +63,7 @@ def test_garbage_between_members_loses_nothing_after_it(tmp_path, clean):
     (tmp_path / "g.warc.gz").write_bytes(data[:mid] + b"GARBAGE\x00\xff" * 50 + data[mid:])
     docs, stats = _read(tmp_path / "g.warc.gz")
     assert _urls(docs) == _urls(clean[0])
-    assert stats.skipped["warc/corrupt_region"] == 1
+    assert stats.not_records["warc/corrupt_region"] == 1
 
 
 def test_bytes_cut_out_of_a_member_lose_only_that_stretch(tmp_path, clean):
@@ -76,14 +76,14 @@ def test_bytes_cut_out_of_a_member_lose_only_that_stretch(tmp_path, clean):
     got = _urls(docs)
     assert got[:19] == full[:19] and got[-15:] == full[-15:]
     assert len(full) - len(got) <= 3
-    assert stats.skipped["warc/corrupt_region"] == 1
+    assert stats.not_records["warc/corrupt_region"] == 1
 
 
 def test_binary_garbage_file(tmp_path):
     rng = random.Random(0)
     (tmp_path / "r.warc.gz").write_bytes(bytes(rng.randrange(256) for _ in range(200_000)))
     docs, stats = _read(tmp_path / "r.warc.gz")
-    assert docs == [] and stats.skipped["warc/corrupt_region"] == 1
+    assert docs == [] and stats.not_records["warc/corrupt_region"] == 1
 
 
 def test_uncompressed_with_a_bad_header(tmp_path, clean):
@@ -96,7 +96,7 @@ def test_uncompressed_with_a_bad_header(tmp_path, clean):
     full = _urls(clean[0])
     assert len(full) - len(docs) <= 1
     assert _urls(docs)[-20:] == full[-20:]
-    assert stats.skipped["warc/corrupt_region"] == 1
+    assert stats.not_records["warc/corrupt_region"] == 1
     # and the same file, undamaged and uncompressed, reads completely
     (tmp_path / "ok.warc").write_bytes(raw)
     assert _urls(_read(tmp_path / "ok.warc")[0]) == full

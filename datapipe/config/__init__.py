@@ -1,25 +1,6 @@
-"""Configuration: YAML -> ``${VAR:-default}`` expansion -> schema validation -> frozen dataclasses."""
+"""Configuration: YAML -> ``${VAR:-default}`` expansion -> schema validation -> frozen dataclasses.
 
-from datapipe.config.mixture import (
-    ExtractConfig,
-    FilterConfig,
-    LangidConfig,
-    MixtureConfig,
-    SourceConfig,
-    TokenizerConfig,
-    check_inputs,
-    find_mixture,
-    load_mixture,
-)
-
-__all__ = [
-    "ExtractConfig",
-    "FilterConfig",
-    "LangidConfig",
-    "MixtureConfig",
-    "SourceConfig",
-    "TokenizerConfig",
-    "check_inputs",
-    "find_mixture",
-    "load_mixture",
-]
+A leaf of the package: it imports ``io`` and ``errors`` only, never a stage or an engine. Import its modules by
+name (``config.mixture``, ``config.stages``, ``config.schema``): this file imports nothing, so a reader that
+validates a ledger against its schema does not load the mixture loader.
+"""

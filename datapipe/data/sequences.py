@@ -100,6 +100,7 @@ class SequenceLayout:
     def __len__(self) -> int:
         if self.packing == "concat":
             return self.num_tokens // self.seq_len
+        assert self.starts is not None  # document packing always has them (see build)
         return len(self.starts)
 
     def spans(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,6 +108,7 @@ class SequenceLayout:
         seqs = np.asarray(seqs, dtype=np.int64)
         if self.packing == "concat":
             return seqs * self.seq_len, np.full(len(seqs), self.seq_len, dtype=np.int64)
+        assert self.starts is not None and self.lengths is not None
         return self.starts[seqs], self.lengths[seqs]
 
     @property
@@ -114,6 +116,7 @@ class SequenceLayout:
         """Share of token slots that are padding (0 for ``concat``)."""
         if self.packing == "concat" or not len(self):
             return 0.0
+        assert self.lengths is not None
         return 1.0 - float(self.lengths.sum()) / (len(self) * self.seq_len)
 
     @property
@@ -121,6 +124,7 @@ class SequenceLayout:
         """Tokens of the stream no sequence covers (the tail in ``concat``; none in ``document``)."""
         if self.packing == "concat":
             return self.num_tokens - len(self) * self.seq_len
+        assert self.lengths is not None
         return self.num_tokens - int(self.lengths.sum())
 
 

@@ -113,7 +113,11 @@ class EvalIndex:
         max_exact_ngrams: int = 50_000_000,
         bloom_fp_rate: float = 1e-9,
     ) -> EvalIndex:
-        ids, counts, parts, owners, shorts = [], [], [], [], set()
+        ids: list[str] = []
+        counts: list[int] = []
+        parts: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        shorts: set[int] = set()
         too_short = 0
         for item in items:
             wh = word_hashes(text_words(item.text))
@@ -140,6 +144,10 @@ class EvalIndex:
             "distinct_ngrams": distinct,
             "ngram": n,
         }
+        keys: np.ndarray | None
+        offsets: np.ndarray | None
+        members: np.ndarray | None  # the items of each key, in key order (exact mode)
+        classes: tuple[int, ...]
         if distinct <= max_exact_ngrams:
             order = np.lexsort((owner, hashes))
             hashes, owner = hashes[order], owner[order]
@@ -149,6 +157,7 @@ class EvalIndex:
             keys, starts = np.unique(hashes, return_index=True)
             offsets = np.append(starts, len(hashes)).astype(np.int64)
             stats.update(mode="exact", bytes=int(keys.nbytes + offsets.nbytes + owner.nbytes))
+            members = owner
             bloom, classes = None, ()
         else:
             cls_of_item = np.array([size_class(c) for c in counts], dtype=np.int64)
@@ -158,7 +167,7 @@ class EvalIndex:
             bloom = Bloom.for_count(len(salted), bloom_fp_rate)
             bloom.add(salted)
             distinct = len(salted)
-            keys = offsets = owner = None
+            keys = offsets = members = None
             stats.update(
                 mode="bloom",
                 bytes=int(bloom.bits.nbytes),
@@ -175,7 +184,7 @@ class EvalIndex:
             tuple(sorted(shorts)),
             keys,
             offsets,
-            owner,
+            members,
             bloom,
             classes,
             stats,

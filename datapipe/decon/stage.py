@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from datapipe.config.stages import DeconConfig
 from datapipe.decon.evalsets import read_items
 from datapipe.decon.index import EvalIndex, Match
 from datapipe.decon.ngrams import text_words
@@ -24,56 +25,7 @@ from datapipe.io.shards import Shard
 from datapipe.stage import DocumentStage
 from datapipe.stats import StageStats
 
-SCOPES = ("document", "paragraph")
-ACTIONS = ("remove", "span")
 TOP_ITEMS = 1000  # items listed in stage.json (the count of distinct items hit is always there)
-
-
-@dataclass(frozen=True)
-class EvalSet:
-    name: str
-    paths: tuple[str, ...]  # resolved files (globs expanded by the config loader)
-    fields: tuple[str, ...] = ("question", "choices", "answer")
-    id_field: str | None = "id"
-    per_field: bool = True  # each field of a record is an item too (a leaked question alone is caught)
-
-
-@dataclass(frozen=True)
-class DeconConfig:
-    eval_sets: tuple[EvalSet, ...]
-    ngram: int = 13
-    min_words: int = 8
-    threshold: float = 0.5
-    scope: str = "document"
-    action: str = "remove"
-    max_exact_ngrams: int = 50_000_000
-    bloom_fp_rate: float = 1e-9
-
-    def to_dict(self, root: str = "") -> dict[str, Any]:
-        """The stage's config for its hash: files by name under the data root and size (as raw inputs are)."""
-
-        def rel(url: str) -> str:
-            return url[len(root) :].lstrip("/") if root and url.startswith(root) else url
-
-        return {
-            "eval_sets": [
-                {
-                    "name": s.name,
-                    "files": [{"file": rel(p), "size": fs.size(p)} for p in s.paths],
-                    "fields": list(s.fields),
-                    "id_field": s.id_field,
-                    "per_field": s.per_field,
-                }
-                for s in self.eval_sets
-            ],
-            "ngram": self.ngram,
-            "min_words": self.min_words,
-            "threshold": self.threshold,
-            "scope": self.scope,
-            "action": self.action,
-            "max_exact_ngrams": self.max_exact_ngrams,
-            "bloom_fp_rate": self.bloom_fp_rate,
-        }
 
 
 def build_index(config: DeconConfig) -> EvalIndex:

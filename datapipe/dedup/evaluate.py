@@ -17,6 +17,11 @@ def all_pairs_jaccard(texts: list[str], ngram: int = 5) -> dict[tuple[int, int],
     return {(i, j): jaccard(sets[i], sets[j]) for i, j in itertools.combinations(range(len(texts)), 2)}
 
 
+def _ordered(a: int, b: int) -> tuple[int, int]:
+    """``(a, b)`` smaller first, as ``tuple(sorted((a, b)))``."""
+    return (a, b) if a <= b else (b, a)
+
+
 @dataclass(frozen=True)
 class PairMetrics:
     recall: float  # pairs with J >= recall_at that end in one component
@@ -36,7 +41,7 @@ def pair_metrics(
     """``truth`` is keyed by document positions in shard order (shard 0's documents first)."""
     offsets = np.cumsum([0, *shard_sizes])
 
-    def flat(ref) -> int:
+    def flat(ref: tuple[int, int]) -> int:
         return int(offsets[ref[0]] + ref[1])
 
     root: dict[int, int] = {}
@@ -45,7 +50,7 @@ def pair_metrics(
             root[flat((shard, idx))] = flat(survivor)
     positives = [p for p, j in truth.items() if j >= recall_at]
     found = sum(root.get(a, a) == root.get(b, b) for a, b in positives)
-    edges = [tuple(sorted((flat(a), flat(b)))) for a, b, _ in read_edges(stage_dir)]
+    edges = [_ordered(flat(a), flat(b)) for a, b, _ in read_edges(stage_dir)]
     low = sum(truth[e] < precision_at for e in edges)
     return PairMetrics(
         recall=found / max(1, len(positives)),

@@ -21,15 +21,10 @@ import numpy as np
 import xxhash
 from datatrove.utils.text import PUNCTUATION
 
+from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.normalize import normalized_bytes
 
 MAX_HASH = np.uint64((1 << 64) - 1)
-
-# (bands, rows, seed)
-PRESETS: dict[str, tuple[int, int, int]] = {
-    "fineweb": (14, 8, 1),  # FineWeb / datatrove: 112 permutations
-    "marin": (26, 11, 42),  # Marin: 286 permutations, seed 42
-}
 
 
 def s_curve(s: float, bands: int, rows: int) -> float:
@@ -156,28 +151,6 @@ class Shingler:
 
     def __call__(self, text: str) -> np.ndarray:
         return shingle_hashes(text, self.ngram)
-
-
-@dataclass(frozen=True)
-class MinHashConfig:
-    bands: int = 14
-    rows: int = 8
-    seed: int = 1
-    ngram: int = 5
-    threshold: float = 0.8  # verified edges need exact Jaccard >= threshold
-    verify: bool = True
-    # buckets up to this size are verified pair by pair; larger ones as a star plus a chain
-    max_bucket_pairs: int = 64
-    keep_edges: bool = False  # write the verified edges (edges/) for inspection and evaluation
-
-    @property
-    def num_perm(self) -> int:
-        return self.bands * self.rows
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> MinHashConfig:
-        bands, rows, seed = PRESETS[name]
-        return cls(**{"bands": bands, "rows": rows, "seed": seed, **overrides})
 
 
 class MinHasher:

@@ -1,6 +1,6 @@
 """The ``dedup`` (document level) and ``paragraphs`` (line level) stages.
 
-Each has two phases. The global phase (run by ``pipelines/beam_dedup.py``) reads every shard once to emit small
+Each has two phases. The global phase (run by an engine; its decisions are :mod:`datapipe.dedup.components`) reads every shard once to emit small
 keys (hashes of normalized text, LSH band keys, hashes of lines), groups them by key, and ends with one sorted
 removal list per input shard. The shard phase then streams each shard once with its own list, like any other
 stage. Document text never crosses workers.
@@ -13,7 +13,8 @@ from typing import Any
 
 import xxhash
 
-from datapipe.dedup.minhash import MinHashConfig, MinHasher, Shingler
+from datapipe.config.stages import DedupConfig, ParagraphConfig
+from datapipe.dedup.minhash import MinHasher, Shingler
 from datapipe.dedup.normalize import normalize
 from datapipe.dedup.store import read_removals, read_shingle_ids, write_shingles
 from datapipe.io.jsonl import read_records
@@ -21,34 +22,10 @@ from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
-# when several methods remove the same document, the first of these names it
-REASON_ORDER = ("dedup/exact", "dedup/minhash")
-
 
 def text_hash(text: str) -> int:
     """128-bit hash of normalized text."""
     return xxhash.xxh3_128_intdigest(normalize(text).encode("utf-8"))
-
-
-@dataclass(frozen=True)
-class DedupConfig:
-    exact: bool = True
-    minhash: MinHashConfig | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        mh = self.minhash
-        return {
-            "exact": self.exact,
-            "minhash": None if mh is None else {k: getattr(mh, k) for k in mh.__dataclass_fields__},
-        }
-
-
-@dataclass(frozen=True)
-class ParagraphConfig:
-    min_chars: int = 50  # a document left with fewer characters is removed
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"min_chars": self.min_chars}
 
 
 @dataclass
@@ -76,7 +53,10 @@ class DedupStage(TwoPhaseStage):
         Also writes the shard's shingle sets for verification.
         """
         self.setup()
-        exact, bands, sets, ids = [], [], [], []
+        exact: list[tuple[int, tuple[int, int]]] = []
+        bands: list[tuple[tuple[int, int], tuple[tuple[int, int], int]]] = []
+        sets: list = []
+        ids: list[str] = []
         n = 0
         for i, doc in enumerate(read_records(self.upstream(shard))):
             n += 1
@@ -130,13 +110,6 @@ class DedupStage(TwoPhaseStage):
         return found
 
 
-def first_reason(decisions: list[tuple[str, Any]]) -> tuple[str, Any]:
-    """Of several ``(reason, survivor)`` decisions for one document, the one whose reason comes first."""
-    return min(
-        decisions, key=lambda d: (REASON_ORDER.index(d[0]) if d[0] in REASON_ORDER else len(REASON_ORDER), d)
-    )
-
-
 @dataclass
 class ParagraphStage(TwoPhaseStage):
     source: str
@@ -176,16 +149,3 @@ class ParagraphStage(TwoPhaseStage):
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         return {**super().finalize(shards, stats), "dedup": self.read_global_report()}
-
-
-def component_report(histogram: dict, largest: list, held_max: int, shuffle: dict) -> dict:
-    """Component-size histogram (powers of two), the largest components' members, memory and shuffle figures."""
-    return {
-        "components": sum(histogram.values()),
-        "component_size_histogram": {
-            f"<={k}": v for k, v in sorted(histogram.items(), key=lambda kv: int(kv[0]))
-        },
-        "largest_components": [{"size": size, "members": members} for size, members in largest],
-        "largest_held_collection": held_max,
-        "shuffle_bytes": shuffle,
-    }

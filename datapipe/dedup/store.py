@@ -5,6 +5,10 @@ Shingles: ``shingles/part-NNNNN.npz`` with ``hashes`` (all documents' sorted shi
 can name documents without reading the shard again). The verification step reads them back by
 document reference, keeping a few shards in memory, so pairs are verified without moving any text.
 
+Edges (kept on request, for inspection): ``edges/part-SSSSS-BBBBB.json``, the verified edges ``[a, b, jaccard]``
+whose smaller end is in block BBBBB of shard SSSSS (``datapipe.dedup.components.edge_block``). Components:
+``components.json``, the size histogram and the largest components.
+
 Removals: ``removals/part-NNNNN.json``: the sorted decisions for one input shard, written once by the global phase
 and read by that shard's filter pass: ``[doc, reason, [survivor shard, survivor doc]]`` for documents,
 ``[doc, line]`` for paragraphs.
@@ -78,9 +82,22 @@ def read_removals(stage_dir: str, shard_index: int) -> list:
     return [tuple(r) for r in json.loads(fs.read_text(url))] if fs.exists(url) else []
 
 
+def write_edges(stage_dir: str, shard: int, block: int, edges: list) -> None:
+    """One block's edges ``(a, b, jaccard)``, sorted."""
+    items = sorted([list(a), list(b), j] for a, b, j in edges)
+    fs.write_text_atomic(
+        fs.join(stage_dir, "edges", f"part-{shard:05d}-{block:05d}.json"), json.dumps(items) + "\n"
+    )
+
+
+def write_components(stage_dir: str, doc: dict) -> None:
+    """``components.json``: what :meth:`datapipe.dedup.components.ComponentTally.to_dict` returns."""
+    fs.write_text_atomic(fs.join(stage_dir, "components.json"), json.dumps(doc) + "\n")
+
+
 def read_edges(stage_dir: str) -> list[tuple]:
     """All verified edges ``(a, b, jaccard)`` a dedup stage wrote (for inspection and tests; small by design)."""
-    out = []
+    out: list[tuple] = []
     for url in fs.glob(fs.join(stage_dir, "edges", "part-*.json")):
         out.extend((tuple(a), tuple(b), j) for a, b, j in json.loads(fs.read_text(url)))
     return out

@@ -6,14 +6,25 @@ The extractor is a small picklable object so that it can run inside the extracti
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
+
+class TrafilaturaOptions(TypedDict):
+    """The keyword arguments of ``trafilatura.extract`` that a preset sets."""
+
+    favor_recall: bool
+    favor_precision: bool
+    include_comments: bool
+    deduplicate: bool
+
+
 # Marin's trafilatura presets: `default` favours recall; `fineweb` favours precision and drops repeated segments,
 # as FineWeb extracted its text.
-TRAFILATURA_PRESETS: dict[str, dict[str, bool]] = {
+TRAFILATURA_PRESETS: dict[str, TrafilaturaOptions] = {
     "default": {
         "favor_recall": True,
         "favor_precision": False,
@@ -37,6 +48,12 @@ def _decode_strict(payload: bytes, encoding: str) -> str | None:
         return None
 
 
+def _detect(payload: bytes) -> str:
+    """resiliparse's detected encoding. With WHATWG remapping (its default) it falls back to UTF-8 itself and never
+    returns None; the stub's ``str | None`` covers ``html5_compatible=False`` only."""
+    return detect_encoding(payload) or "utf-8"
+
+
 def decode_html(payload: bytes, declared_charset: str | None) -> str:
     """Decode with the declared charset when the page is valid in it, else with the detected one when the page is
     valid in that, else as before: the declared charset with resiliparse's fallbacks and replacement characters.
@@ -49,10 +66,10 @@ def decode_html(payload: bytes, declared_charset: str | None) -> str:
     """
     declared = map_encoding_to_html5(declared_charset, fallback_utf8=False) if declared_charset else None
     if declared is None:
-        return bytes_to_str(payload, detect_encoding(payload), errors="replace")
+        return bytes_to_str(payload, _detect(payload), errors="replace")
     text = _decode_strict(payload, declared)
     if text is None:
-        detected = detect_encoding(payload)
+        detected = _detect(payload)
         # a page served with an 8-bit charset has ASCII markup: a UTF-16 guess comes from bytes that look like a BOM
         if "<".encode(detected) == b"<":
             text = _decode_strict(payload, detected)

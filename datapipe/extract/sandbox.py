@@ -14,6 +14,8 @@ import contextlib
 import multiprocessing as mp
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 
@@ -48,8 +50,8 @@ class Sandbox:
         self.fn = fn
         self.timeout_s = timeout_s
         self._ctx = mp.get_context("spawn")
-        self._proc = None
-        self._conn = None
+        self._proc: BaseProcess | None = None
+        self._conn: Connection | None = None
         self.restarts = 0
 
     def start(self) -> None:

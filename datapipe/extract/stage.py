@@ -12,17 +12,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from datapipe.config import SourceConfig
+from datapipe.config.mixture import SourceConfig
 from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import Shard
-from datapipe.langid import LanguageIdentifier
+from datapipe.io.tally import ReadTally
+from datapipe.langid.identifier import LanguageIdentifier
 from datapipe.stats import StageStats
 
 BATCH = 64  # pages sent to the extraction process at once
+
+
+def account_read(tally: ReadTally, stats: StageStats) -> None:
+    """The reader's counts as the stage's: every record met is a document in; one it could not make a document of
+    is removed with its kind as the reason (``read/...``); what is no record of a document is skipped
+    (``warc/request``, ``read/empty_file``, ...); notes become counters."""
+    stats.docs_in += tally.records
+    stats.bytes_in += tally.bytes
+    for kind, n in tally.unusable.items():
+        stats.remove(kind, n)
+    for kind, n in tally.not_records.items():
+        stats.skip(kind, n)
+    for kind, n in tally.notes.items():
+        stats.counters[kind] += n
 
 
 @dataclass
@@ -108,7 +123,8 @@ class ExtractStage:
                     docs.append(rec)
             pending.clear()
 
-        for rec in read_shard(shard, cfg.name, cfg.format, cfg.text_field, cfg.id_field, stats):
+        tally = ReadTally()
+        for rec in read_shard(shard, cfg.name, cfg.format, cfg.text_field, cfg.id_field, tally):
             if "html" in rec:
                 pending.append(rec)
                 if len(pending) >= BATCH:
@@ -118,6 +134,7 @@ class ExtractStage:
                 if self._keep(rec, rec["text"], stats):
                     docs.append(rec)
         flush_html()
+        account_read(tally, stats)
         for rec in docs:
             stats.chars_out += len(rec["text"])
             stats.observe("kept_chars", len(rec["text"]))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
 from datapipe.filters.document import FilterDoc
-from datapipe.filters.gopher import _duplicates
+from datapipe.filters.gopher import repeated_elements
 
 STOP_CHARS = tuple(TERMINAL_PUNCTUATION)
 
@@ -30,7 +30,7 @@ class FineWebQuality:
             return "line_punct_ratio"
         if sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines) > self.short_line_thr:
             return "short_line_ratio"
-        if _duplicates(lines)[1] / len(doc.text.replace("\n", "")) > self.char_duplicates_ratio:
+        if repeated_elements(lines)[1] / len(doc.text.replace("\n", "")) > self.char_duplicates_ratio:
             return "char_dup_ratio"
         words = doc.words
         if words and doc.text.count("\n") / len(words) > self.new_line_ratio:

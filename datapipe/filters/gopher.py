@@ -14,7 +14,7 @@ import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
 from datapipe.filters.document import FilterDoc
-from datapipe.spans import same_span
+from datapipe.kernels.spans import same_span
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 
@@ -97,7 +97,7 @@ def split_paragraphs_and_lines(text: str) -> tuple[list[str], list[str]]:
     return paragraphs, lines
 
 
-def _duplicates(items: list[str]) -> tuple[int, int]:
+def repeated_elements(items: list[str]) -> tuple[int, int]:
     """(number of repeated elements, characters in them), counting every occurrence after the first."""
     seen: set[str] = set()
     n = chars = 0
@@ -289,12 +289,12 @@ class GopherRepetition:
         if not text:
             return "empty"
         paragraphs, lines = split_paragraphs_and_lines(text)
-        n_dup, chars = _duplicates(paragraphs)
+        n_dup, chars = repeated_elements(paragraphs)
         if self.dup_para_frac and n_dup / len(paragraphs) > self.dup_para_frac:
             return "dup_para_frac"
         if self.dup_para_char_frac and chars / len(text) > self.dup_para_char_frac:
             return "dup_para_char_frac"
-        n_dup, chars = _duplicates(lines)
+        n_dup, chars = repeated_elements(lines)
         if self.dup_line_frac and n_dup / len(lines) > self.dup_line_frac:
             return "dup_line_frac"
         if self.dup_line_char_frac and chars / len(text) > self.dup_line_char_frac:

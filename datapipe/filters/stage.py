@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from datapipe.config import FilterConfig
+from datapipe.config.stages import FilterConfig
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.presets import FilterChain, build_chain
 from datapipe.stage import DocumentStage

@@ -19,6 +19,10 @@ import re
 from bisect import bisect_right
 from functools import cache
 from itertools import accumulate, chain
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from spacy.tokenizer import Tokenizer
 
 
 class WordSplitter:
@@ -28,7 +32,8 @@ class WordSplitter:
         import spacy
 
         self.language = language
-        tok = spacy.blank(language).tokenizer
+        # spaCy types ``Language.tokenizer`` as any callable; a blank pipeline's is the rule-based Tokenizer
+        tok = cast("Tokenizer", spacy.blank(language).tokenizer)
         self._tokenizer = tok
         self._special = frozenset(tok.rules or ())
         none = re.compile("a^")

@@ -122,3 +122,14 @@ def write_bytes_atomic(url: str, data: bytes) -> None:
 
 def write_text_atomic(url: str, text: str) -> None:
     write_bytes_atomic(url, text.encode("utf-8"))
+
+
+def local_copy(url: str) -> str:
+    """A local path for ``url``: itself when local, else a copy made once in the temp folder (for libraries that
+    load only local files, such as fastText)."""
+    if is_local(url):
+        return local_path(url)
+    dest = os.path.join(tempfile.gettempdir(), "datapipe-models", os.path.basename(url))
+    if not os.path.exists(dest):
+        write_bytes_atomic(dest, read_bytes(url))
+    return dest

@@ -1,15 +1,16 @@
 """Read one input shard into Dolma-style records, counting what is not a document or cannot be used.
 
-Readers count their own decisions in the shard's :class:`StageStats`: every record they yield is one
-``docs_in``; a record they drop is ``docs_in`` plus ``removed[reason]``; a WARC record that is no document at all
-(request, warcinfo, metadata, revisit) is ``skipped[reason]``. File-level problems (wrong column, unreadable file)
+Readers count what they meet in a :class:`datapipe.io.tally.ReadTally`: every record is one of ``records``; a
+record they cannot make a document of is also ``unusable[kind]``; a WARC record that is no document at all
+(request, warcinfo, metadata, revisit) is ``not_records[kind]``. The extract stage turns these into its removals and
+skips. File-level problems (wrong column, unreadable file)
 raise :class:`InputError` naming the file; :func:`check_shard` finds the cheap ones (a file that is not Parquet or
 not a WARC, or not compressed as named, a missing text column) before any work starts.
 
 Damage inside a file costs what it destroys, not the file: a compressed JSONL file cut short keeps its lines before
-the cut (``skipped["read/corrupt_region"]``, the line cut in two ``removed["read/truncated_record"]``), and an
+the cut (``not_records["read/corrupt_region"]``, the line cut in two ``unusable["read/truncated_record"]``), and an
 unreadable Parquet row group removes its rows as ``read/corrupt_row_group``. A zero-byte file of any format is an
-empty shard (``skipped["read/empty_file"]``).
+empty shard (``not_records["read/empty_file"]``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from datapipe.errors import InputError
 from datapipe.io import fs
 from datapipe.io.jsonl import DamagedStream, check_magic, iter_lines
 from datapipe.io.shards import Shard
+from datapipe.io.tally import ReadTally
 from datapipe.io.warc import check_start, read_warc
-from datapipe.stats import StageStats
 
 log = logging.getLogger(__name__)
 
@@ -55,45 +56,43 @@ def _loads_replacing(line: bytes) -> Any:
         return None
 
 
-def read_jsonl(
-    shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
-) -> Iterator[dict]:
+def read_jsonl(shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally) -> Iterator[dict]:
     try:
-        yield from _jsonl_records(shard, source, text_field, id_field, stats)
+        yield from _jsonl_records(shard, source, text_field, id_field, tally)
     except DamagedStream as e:
         if e.partial.strip():  # the line the damage cut in two was a document
-            stats.docs_in += 1
-            stats.bytes_in += len(e.partial)
-            stats.remove("read/truncated_record")
-        stats.skip("read/corrupt_region")
+            tally.records += 1
+            tally.bytes += len(e.partial)
+            tally.unusable_record("read/truncated_record")
+        tally.not_a_record("read/corrupt_region")
         log.warning("%s; the rest of the file could not be read", e)
 
 
 def _jsonl_records(
-    shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
+    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally
 ) -> Iterator[dict]:
     for line_no, line in iter_lines(shard.url):
-        stats.docs_in += 1
-        stats.bytes_in += len(line) + 1
+        tally.records += 1
+        tally.bytes += len(line) + 1
         try:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError as e:
             rec = _loads_replacing(line)
             if rec is None:
                 log.warning("%s: line %d: not valid JSON (%s); removed", shard.url, line_no, e)
-                stats.remove("read/invalid_json")
+                tally.unusable_record("read/invalid_json")
                 continue
-            stats.counters["read/invalid_utf8_replaced"] += 1
+            tally.notes["read/invalid_utf8_replaced"] += 1
         if not isinstance(rec, dict):
-            stats.remove("read/not_an_object")
+            tally.unusable_record("read/not_an_object")
             continue
         text = rec.get(text_field)
         if text is None:
             log.warning("%s: line %d: no field %r; removed", shard.url, line_no, text_field)
-            stats.remove("read/missing_text")
+            tally.unusable_record("read/missing_text")
             continue
         if not isinstance(text, str):
-            stats.remove("read/text_not_string")
+            tally.unusable_record("read/text_not_string")
             continue
         meta: dict[str, Any] = dict(rec["metadata"]) if isinstance(rec.get("metadata"), dict) else {}
         for k, v in rec.items():
@@ -136,7 +135,7 @@ def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
 
 
 def read_parquet(
-    shard: Shard, source: str, text_field: str, id_field: str, stats: StageStats
+    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally
 ) -> Iterator[dict]:
     with fsspec.open(shard.url, "rb") as f:
         pf = open_parquet(shard.url, f, text_field)
@@ -148,12 +147,12 @@ def read_parquet(
                     cols = batch.to_pydict()
                     texts = cols.pop(text_field)
                     for j, text in enumerate(texts):
-                        stats.docs_in += 1
+                        tally.records += 1
                         i = row + done + j
                         if text is None:
-                            stats.remove("read/missing_text")
+                            tally.unusable_record("read/missing_text")
                             continue
-                        stats.bytes_in += len(text)
+                        tally.bytes += len(text)
                         meta = {
                             k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)
                         }
@@ -165,9 +164,9 @@ def read_parquet(
                 log.warning("%s: row group %d cannot be read (%s); its rows are removed", shard.url, rg, e)
             # rows the footer promises but the row group did not give (it failed part-way) are documents lost
             lost = max(0, pf.metadata.row_group(rg).num_rows - done)
-            stats.docs_in += lost
+            tally.records += lost
             if lost:
-                stats.remove("read/corrupt_row_group", lost)
+                tally.unusable_record("read/corrupt_row_group", lost)
             row += done + lost
 
 
@@ -188,16 +187,16 @@ def check_shard(url: str, fmt: str, text_field: str) -> None:
 
 
 def read_shard(
-    shard: Shard, source: str, fmt: str, text_field: str, id_field: str, stats: StageStats
+    shard: Shard, source: str, fmt: str, text_field: str, id_field: str, tally: ReadTally
 ) -> Iterator[dict]:
     if fs.size(shard.url) == 0:  # no records, whatever the format (pyarrow would call it not Parquet)
         log.warning("%s: empty file", shard.url)
-        stats.skip("read/empty_file")
+        tally.not_a_record("read/empty_file")
         return iter(())
     if fmt == "jsonl":
-        return read_jsonl(shard, source, text_field, id_field, stats)
+        return read_jsonl(shard, source, text_field, id_field, tally)
     if fmt == "parquet":
-        return read_parquet(shard, source, text_field, id_field, stats)
+        return read_parquet(shard, source, text_field, id_field, tally)
     if fmt == "warc":
-        return read_warc(shard, source, stats)
+        return read_warc(shard, source, tally)
     raise ValueError(f"unknown format {fmt!r}")

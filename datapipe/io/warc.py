@@ -4,14 +4,14 @@ FastWARC stops at the first bad record header or corrupt gzip member, and return
 member without complaint. This reader therefore:
 
 - compares the payload bytes read with the record's length and counts a short record as
-  ``removed["read/truncated_record"]`` instead of passing half a page on;
+  ``unusable["read/truncated_record"]`` instead of passing half a page on;
 - after an error (or an early stop), searches forward for the next record start (a gzip or LZ4 member, or a
-  ``WARC/1.x`` line in an uncompressed file), counts the unreadable stretch as ``skipped["warc/corrupt_region"]``
+  ``WARC/1.x`` line in an uncompressed file), counts the unreadable stretch as ``not_records["warc/corrupt_region"]``
   and goes on from there, so one bad spot costs the records in it, not the rest of the file.
 
 Yielded records are HTTP ``response`` records with a 2xx status and an HTML content type (as ``html`` bytes plus
 the declared charset) and WET ``conversion`` records (as ``text``); only these are documents (``docs_in``). Every
-other record is counted under ``skipped``: ``warc/<type>`` for other record types, ``warc/not_html`` and
+other record is counted under ``not_records``: ``warc/<type>`` for other record types, ``warc/not_html`` and
 ``warc/http_not_ok`` for responses that hold no page. A response cut short counts as a document removed as
 ``read/truncated_record``.
 
@@ -36,7 +36,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from datapipe.errors import InputError
 from datapipe.io.shards import Shard
-from datapipe.stats import StageStats
+from datapipe.io.tally import ReadTally
 
 log = logging.getLogger(__name__)
 
@@ -127,19 +127,19 @@ def _meta(record) -> dict:
     }
 
 
-def _read_payload(record, stats: StageStats, counted: bool = True) -> bytes:
+def _read_payload(record, tally: ReadTally, counted: bool = True) -> bytes:
     """The record's payload. A read error counts the record as a document removed as truncated (counting it in
     first unless the caller already has), then re-raises so that the reader resynchronizes."""
     try:
         return record.reader.read()
     except OSError:
         if not counted:
-            stats.docs_in += 1
-        stats.remove("read/truncated_record")
+            tally.records += 1
+        tally.unusable_record("read/truncated_record")
         raise
 
 
-def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
+def read_warc(shard: Shard, source: str, tally: ReadTally) -> Iterator[dict]:
     index = 0  # documents read whole (HTML responses, conversions), for stable ids
 
     def handle(record) -> dict | None:
@@ -148,19 +148,19 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
         is_doc = rtype in (WarcRecordType.response, WarcRecordType.conversion)
         if record.headers.get("Content-Length") is None:  # the header block itself was cut off
             if is_doc:
-                stats.docs_in += 1
-                stats.remove("read/truncated_record")
+                tally.records += 1
+                tally.unusable_record("read/truncated_record")
             else:
-                stats.skip("warc/truncated_header")
+                tally.not_a_record("warc/truncated_header")
             return None
         if rtype == WarcRecordType.conversion:
             i, index = index, index + 1
-            stats.docs_in += 1
+            tally.records += 1
             expected = record.content_length
-            body = _read_payload(record, stats)
-            stats.bytes_in += len(body)
+            body = _read_payload(record, tally)
+            tally.bytes += len(body)
             if len(body) < expected:
-                stats.remove("read/truncated_record")
+                tally.unusable_record("read/truncated_record")
                 return None
             meta = _meta(record)
             meta["content_type"] = record.headers.get("Content-Type", "text/plain")
@@ -171,35 +171,35 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
                 "metadata": meta,
             }
         if rtype != WarcRecordType.response:
-            stats.skip(f"warc/{str(rtype).split('.')[-1]}")
+            tally.not_a_record(f"warc/{str(rtype).split('.')[-1]}")
             return None
         # read the whole block first: a record cut short must count as truncated, whatever part was lost
         expected = record.content_length
-        block = _read_payload(record, stats, counted=False)
-        stats.bytes_in += len(block)
+        block = _read_payload(record, tally, counted=False)
+        tally.bytes += len(block)
         if len(block) < expected:
-            stats.docs_in += 1
-            stats.remove("read/truncated_record")
+            tally.records += 1
+            tally.unusable_record("read/truncated_record")
             return None
         record.set_bytes_content(block)
         try:
             record.parse_http()
         except Exception:  # a response whose HTTP header block is broken
-            stats.skip("warc/bad_http_header")
+            tally.not_a_record("warc/bad_http_header")
             return None
         status = record.http_headers.status_code if record.http_headers is not None else None
         ctype = (record.http_content_type or "").lower()
         if status is not None and not 200 <= status < 300:
-            stats.skip("warc/http_not_ok")  # redirects, errors: no page to read
+            tally.not_a_record("warc/http_not_ok")  # redirects, errors: no page to read
             return None
         if not ctype.startswith(HTML_TYPES):
-            stats.skip("warc/not_html")  # images, scripts, style sheets
+            tally.not_a_record("warc/not_html")  # images, scripts, style sheets
             return None
         i, index = index, index + 1
-        stats.docs_in += 1
+        tally.records += 1
         payload = _decode_content(record.reader.read(), record.http_headers.get("Content-Encoding"))
         if payload is None:
-            stats.remove("read/bad_content_encoding")
+            tally.unusable_record("read/bad_content_encoding")
             return None
         meta = _meta(record)
         meta["content_type"] = ctype
@@ -222,7 +222,7 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
                 for record in ArchiveIterator(f, parse_http=False):
                     if got == 0 and start > 0:
                         # records after a restart prove that the stretch before `start` was not readable
-                        stats.skip("warc/corrupt_region")
+                        tally.not_a_record("warc/corrupt_region")
                         log.warning("%s: skipped an unreadable stretch before offset %d", shard.url, start)
                         pending = False
                     last = record.stream_pos
@@ -238,5 +238,5 @@ def read_warc(shard: Shard, source: str, stats: StageStats) -> Iterator[dict]:
                 pending = True
             start = _next_start(f, last + 1, kind)
         if pending:
-            stats.skip("warc/corrupt_region")
+            tally.not_a_record("warc/corrupt_region")
             log.warning("%s: the rest of the file could not be read", shard.url)

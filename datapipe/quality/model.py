@@ -9,7 +9,7 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.langid import _local_copy, load_fasttext
+from datapipe.langid.identifier import load_fasttext
 
 FASTTEXT_MAGIC = 793712314  # first int32 of every fastText .bin / .ftz file
 
@@ -119,4 +119,4 @@ class QualityModel:
 
 
 def model_size(url: str) -> int:
-    return os.path.getsize(_local_copy(url)) if fs.is_local(url) else fs.size(url)
+    return os.path.getsize(fs.local_copy(url)) if fs.is_local(url) else fs.size(url)

@@ -3,7 +3,7 @@
 Scores go to ``metadata.quality.<classifier>`` (probability of the positive label). Selection keeps documents whose
 score is at or above an absolute ``threshold`` (DCLM's published 0.018112 as the ``dclm`` preset), or the top
 ``keep_fraction``: the cut-off is then a global quantile of (score, tie-break) computed in a first pass over all
-shards with Beam's approximate-quantiles combiner, and written to ``stage.json``. The tie-break is a hash of the
+shards (:mod:`datapipe.quality.cutoff`, exact, the same on every engine), and written to ``stage.json``. The tie-break is a hash of the
 document id, so documents with equal scores are kept or dropped the same way on every run.
 """
 
@@ -14,51 +14,13 @@ from typing import Any
 
 import xxhash
 
+from datapipe.config.stages import QualityConfig
 from datapipe.io.shards import Shard
 from datapipe.quality.model import QualityModel
 from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
 BATCH = 512
-DCLM_THRESHOLD = 0.018112
-
-
-@dataclass(frozen=True)
-class ClassifierRef:
-    name: str
-    model: str  # a path/URL, or "recipe:NAME" until build_mixture resolves it
-    positive_label: str = "__label__hq"
-    lowercase: bool = False
-    identity: str = ""  # the recipe hash, the pinned sha256 or the file size: part of the stage hash
-    sha256: str | None = None  # a pin on the model file, checked before any work
-
-
-@dataclass(frozen=True)
-class QualityConfig:
-    classifiers: tuple[ClassifierRef, ...]
-    select_classifier: str | None = None
-    threshold: float | None = None
-    keep_fraction: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "classifiers": [
-                {
-                    # a model trained from a recipe lives under the output folder: its recipe hash names it, so
-                    # the same mixture built into another folder keeps its stage hashes
-                    "model": "<output>/classifiers" if c.identity.startswith("recipe:") else c.model,
-                    "name": c.name,
-                    "positive_label": c.positive_label,
-                    "identity": c.identity,
-                }
-                for c in self.classifiers
-            ],
-            "select": {
-                "classifier": self.select_classifier,
-                "threshold": self.threshold,
-                "keep_fraction": self.keep_fraction,
-            },
-        }
 
 
 def tiebreak(doc_id: str) -> int:
@@ -100,9 +62,9 @@ class QualityStage(TwoPhaseStage):
     def selection_keys(self, shard: Shard) -> list[tuple[float, int]]:
         """(score, tie-break) of every document of a shard, for the global quantile."""
         self.setup()
-        assert self._models is not None
+        assert self._models is not None and self.config.select_classifier is not None
         model = self._models[self.config.select_classifier]
-        out = []
+        out: list[tuple[float, int]] = []
         for batch in self._batches(shard):
             scores = model.scores([d["text"] for d in batch])
             out.extend((round(float(s), 8), tiebreak(d["id"])) for s, d in zip(scores, batch, strict=True))
@@ -111,7 +73,7 @@ class QualityStage(TwoPhaseStage):
     def _cutoff(self) -> tuple[float, int] | None:
         if self.config.keep_fraction is not None:
             c = self.read_global_report()["cutoff"]
-            return (c[0], c[1])
+            return None if c is None else (c[0], c[1])  # None: the input had no document
         if self.config.threshold is not None:
             return (self.config.threshold, -1)
         return None

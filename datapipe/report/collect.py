@@ -40,7 +40,7 @@ def manifest_url_of(path: str) -> str:
 
 def _stage_dirs(source_dir: str) -> dict[str, str]:
     """hash[:8] -> folder, for every committed stage folder of a source."""
-    out = {}
+    out: dict[str, str] = {}
     if not fs.exists(source_dir):
         return out
     root = fs.local_path(source_dir) if fs.is_local(source_dir) else None

@@ -39,7 +39,8 @@ def stage_documents(
     out: list[dict[str, Any]] = []
     for part in doc.get("parts", []):
         for rec in read_records(fs.join(path, part)):
-            meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+            raw_meta = rec.get("metadata")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
             out.append(
                 {"id": rec["id"], "url": meta.get("url", ""), "chars": len(rec["text"]), "text": rec["text"]}
             )

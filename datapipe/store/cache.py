@@ -21,8 +21,8 @@ import numpy as np
 from datapipe.config.schema import validate
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.store.identity import TokenizerIdentity
 from datapipe.store.jagged import JaggedReader
-from datapipe.tokenize.tokenizer import TokenizerIdentity
 
 FIELD = "input_ids"
 LEDGER = "shard_ledger.json"

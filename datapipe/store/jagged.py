@@ -51,7 +51,7 @@ def write_rows_npy(folder: str, rows: Sequence[np.ndarray], dtype: str = "uint32
     for name, arr in (("data.npy", data), ("ends.npy", ends)):
         buf = io.BytesIO()
         np.save(buf, arr)
-        fs.write_bytes_atomic(fs.join(folder, name), buf.getbuffer())
+        fs.write_bytes_atomic(fs.join(folder, name), buf.getvalue())
     return len(rows), int(ends[-1]) if len(rows) else 0
 
 

@@ -16,7 +16,7 @@ from datapipe.config.schema import validate
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.store.cache import LEDGER, TokenCache
-from datapipe.tokenize.tokenizer import TokenizerIdentity
+from datapipe.store.identity import TokenizerIdentity
 
 MANIFEST = "mixture.json"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard

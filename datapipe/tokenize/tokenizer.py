@@ -16,14 +16,14 @@ import hashlib
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-from datapipe.config import TokenizerConfig
+from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
+from datapipe.store.identity import TokenizerIdentity
 
 LONG_TEXT = 1 << 20  # characters; longer texts are tokenized in pieces
 PIECE = 1 << 17  # target piece length
@@ -62,37 +62,6 @@ def split_long(text: str, piece: int = PIECE) -> list[str]:
 
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "[SEP]")
 BOS_CANDIDATES = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>", "[CLS]")
-
-
-@dataclass(frozen=True)
-class TokenizerIdentity:
-    name: str
-    vocab_size: int
-    sha256: str
-    add_bos: bool
-    add_eos: bool
-    bos_id: int | None
-    eos_id: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "vocab_size": self.vocab_size,
-            "sha256": self.sha256,
-            "add_bos": self.add_bos,
-            "add_eos": self.add_eos,
-            "bos_id": self.bos_id,
-            "eos_id": self.eos_id,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TokenizerIdentity:
-        return cls(
-            **{
-                k: d.get(k)
-                for k in ("name", "vocab_size", "sha256", "add_bos", "add_eos", "bos_id", "eos_id")
-            }
-        )
 
 
 def _gpt2_files() -> tuple[str, str]:

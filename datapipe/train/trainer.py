@@ -251,7 +251,7 @@ class Trainer:
         self.write_run_file()
         log = MetricsLog(os.path.join(cfg.run_dir, "metrics.jsonl"), start, enabled=self.is_main)
         validate = self._validation()
-        stop = {"signal": None}
+        stop: dict[str, int | None] = {"signal": None}
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, lambda signum, frame: stop.__setitem__("signal", signum))
         if self.verbose and self.is_main:
@@ -284,9 +284,10 @@ class Trainer:
                     tps = tokens_since / max(now - t_last, 1e-9)
                     t_last, tokens_since = now, 0
                     counts = np.bincount(self._components(step, comp), minlength=len(self.loader.components))
+                    loss = float(m["loss"])
                     record = {
                         "step": done,
-                        "loss": float(m["loss"]),
+                        "loss": loss,
                         "lr": float(m["lr"]),
                         "grad_norm": float(m["grad_norm"]),
                         "batch": size,
@@ -302,7 +303,7 @@ class Trainer:
                         and (done % cfg.validation.every == 0 or done == last)
                     ):
                         record["val_loss"] = validate(state["params"])
-                    result.losses[done] = record["loss"]
+                    result.losses[done] = loss
                     log.write(record)
                     if self.verbose and self.is_main:
                         print(console_line(record), flush=True)

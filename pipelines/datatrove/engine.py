@@ -1,8 +1,8 @@
 """Run a planned build on datatrove's executors: ``build_mixture --engine datatrove --executor local|slurm``.
 
-Every stage that is not done becomes a few executors (``pipelines/datatrove_steps.py``): its global phase if it has
-one (dedup: signatures -> buckets -> clusters; paragraphs: line keys -> buckets -> removals), then its shards, then a
-one-task finish that writes ``stage.json`` and ``_SUCCESS``. The stage folders, markers, manifest and caches are
+Every stage that is not done becomes a few executors (``pipelines/datatrove/steps.py``): its global phase if it has
+one (dedup: signatures -> buckets -> clusters; paragraphs: line keys -> buckets -> removals; quality cut-off: keys ->
+cut-off), then its shards, then a one-task finish that writes ``stage.json`` and ``_SUCCESS``. The stage folders, markers, manifest and caches are
 the ones the Beam engine writes, byte for byte; datatrove's own logs, stats and completion markers go to
 ``<output>/_datatrove/<source>/<stage dir>/<phase>/tasks-<T>/``, so a rerun after a kill skips the tasks datatrove marked
 complete and the shards datapipe committed.
@@ -22,10 +22,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from datapipe.dedup.stage import DedupStage, ParagraphStage
+from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
+from datapipe.build.run import StageReport
+from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.plan import SourcePlan, StagePlan, make_stage
 from datapipe.stage import TwoPhaseStage, is_done, remove_temporaries
 
 EXECUTORS = ("local", "slurm")
@@ -68,40 +70,43 @@ class Job:
     logging_dir: str
 
 
-def stage_jobs(mixture, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
+# the executors of each global phase the registry names: (phase folder, step class, tasks: per shard, per bucket, one)
+PHASE_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    DEDUP: (
+        ("signatures", "DedupSignatures", "shards"),
+        ("buckets", "DedupBuckets", "buckets"),
+        ("clusters", "DedupClusters", "one"),
+    ),
+    PARAGRAPHS: (
+        ("lines", "LineKeys", "shards"),
+        ("line-buckets", "LineBuckets", "buckets"),
+        ("removals", "LineRemovals", "one"),
+    ),
+    QUALITY_CUTOFF: (("keys", "QualityKeys", "shards"), ("cutoff", "QualityCutoff", "one")),
+}
+
+
+def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
     """The executors that bring one stage to ``_SUCCESS``, in order."""
-    from pipelines import datatrove_steps as steps  # datatrove is imported only when something runs
+    from pipelines.datatrove import steps  # datatrove is imported only when something runs
 
     stage = make_stage(mixture, sp, st)
     base = fs.join(mixture.output, "_datatrove", sp.source.name, st.dirname)
     label = f"{sp.source.name}/{st.stage}"
     shards = tuple(st.shards)
     per_shard = max(1, min(opts.tasks or len(shards), len(shards)))
+    tasks = {"shards": per_shard, "buckets": opts.buckets, "one": 1}
 
-    def job(phase: str, step: Any, tasks: int) -> Job:
+    def job(phase: str, step: Any, n: int) -> Job:
         # datatrove's completion markers name ranks, which mean other shards under another task count
-        return Job(label, phase, [step], tasks, fs.join(base, phase, f"tasks-{tasks}"))
+        return Job(label, phase, [step], n, fs.join(base, phase, f"tasks-{n}"))
 
     jobs = []
-    if isinstance(stage, TwoPhaseStage) and not stage.global_done():
+    phase = global_phase(sp, st)
+    if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
         scratch = fs.join(base, "scratch")
-        if isinstance(stage, DedupStage):
-            jobs += [
-                job("signatures", steps.DedupSignatures(stage, shards, scratch), per_shard),
-                job("buckets", steps.DedupBuckets(stage, shards, scratch), opts.buckets),
-                job("clusters", steps.DedupClusters(stage, scratch=scratch), 1),
-            ]
-        elif isinstance(stage, ParagraphStage):
-            jobs += [
-                job("lines", steps.LineKeys(stage, shards, scratch), per_shard),
-                job("line-buckets", steps.LineBuckets(stage, shards, scratch), opts.buckets),
-                job("removals", steps.LineRemovals(stage, scratch=scratch), 1),
-            ]
-        else:
-            raise DatapipeError(
-                f"source {sp.source.name!r}: quality.keep_fraction (a global quantile) is not available with "
-                "--engine datatrove yet; select by threshold, or build this source with --engine beam"
-            )
+        for folder, step, width in PHASE_STEPS[phase]:
+            jobs.append(job(folder, getattr(steps, step)(stage, shards, scratch), tasks[width]))
     jobs += [
         job("shards", steps.StageShards(stage, shards), per_shard),
         job("finish", steps.FinishStage(stage, shards, st.record()), 1),
@@ -146,7 +151,21 @@ def _slurm(job: Job, opts: DatatroveOptions, depends):
     )
 
 
-def run_datatrove(mixture, plans: list[SourcePlan], opts: DatatroveOptions, report_stage) -> None:
+class DatatroveEngine:
+    """``--engine datatrove`` (``datapipe.build.run.Engine``): the same stages on datatrove's local or Slurm
+    executor."""
+
+    def __init__(self, opts: DatatroveOptions) -> None:
+        self.opts = opts
+        self.runner = f"datatrove-{opts.executor}"
+
+    def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
+        run_datatrove(mixture, plans, self.opts, report_stage)
+
+
+def run_datatrove(
+    mixture: MixtureConfig, plans: list[SourcePlan], opts: DatatroveOptions, report_stage: StageReport
+) -> None:
     """Bring every stage to ``_SUCCESS`` on datatrove; ``report_stage(sp, st, seconds)`` prints each one's line."""
     todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
     if not todo:
@@ -165,12 +184,15 @@ def run_datatrove(mixture, plans: list[SourcePlan], opts: DatatroveOptions, repo
 
 
 def _run_slurm(
-    mixture, todo: list[tuple[SourcePlan, StagePlan]], opts: DatatroveOptions, report_stage
+    mixture: MixtureConfig,
+    todo: list[tuple[SourcePlan, StagePlan]],
+    opts: DatatroveOptions,
+    report_stage: StageReport,
 ) -> None:
     """Submit one chain of dependent array jobs (later stages are planned now, so they can be queued now), then
     wait: the jobs' states from ``squeue``, the stages' progress from their ``_SUCCESS`` markers."""
     t0 = time.perf_counter()
-    executors = []
+    executors: list[Any] = []
     for sp, st in todo:
         remove_temporaries(st.out_dir)
         for job in stage_jobs(mixture, sp, st, opts):  # a later stage's global phase is planned: not yet done

@@ -5,7 +5,7 @@ that works, runs the pipeline there with Prism's own workers; when it does not (
 temporary folder behind and falls back to the FnApiRunner. A build would then run on a different engine depending
 on whether the machine can reach GitHub. So the DirectRunner here is always what that fallback is: Beam's
 FnApiRunner with the pipeline options provisioned to its workers, in the running mode the ``--direct_*`` flags ask
-for. With ``--direct_running_mode=multi_processing`` the workers run ``python -m pipelines.beam_worker`` (Beam's
+for. With ``--direct_running_mode=multi_processing`` the workers run ``python -m pipelines.beam.worker`` (Beam's
 harness that skips the interpreter's teardown at exit). ``--runner PrismRunner`` still picks Prism, and every other
 runner is Beam's own.
 """
@@ -16,7 +16,7 @@ import copy
 import shlex
 import sys
 
-from pipelines.beam_quiet import PipelineOptions, beam
+from pipelines.beam.quiet import PipelineOptions, beam
 
 LOCAL = ("DirectRunner", "SwitchingDirectRunner")
 
@@ -27,7 +27,7 @@ def is_local(options: PipelineOptions) -> bool:
 
 
 def worker_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m pipelines.beam_worker"
+    return f"{shlex.quote(sys.executable)} -m pipelines.beam.worker"
 
 
 def local_runner(options: PipelineOptions):

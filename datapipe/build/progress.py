@@ -3,7 +3,7 @@
 Workers commit a shard by writing ``part-NNNNN.stats.json``; a thread in the launching process polls those markers
 and sums their counts. On a terminal it redraws one line (shards, documents, bytes, docs/s, ETA from the share of
 shards done); elsewhere (CI, Dataflow launchers, logs) it prints a plain line every ``interval_s`` seconds. The
-same numbers reach Beam's metrics counters from the workers (``pipelines/beam_stage.py``), so they also show in
+same numbers reach Beam's metrics counters from the workers (``pipelines/beam/stage.py``), so they also show in
 the Dataflow UI.
 """
 

@@ -5,14 +5,16 @@ the same ``run_shard`` as the Beam glue, so the outputs are the same bytes and a
 committed is reported, not redone; a one-task executor after it writes ``stage.json`` and ``_SUCCESS``. Each step
 counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<reason>``, ``tokens``) as well.
 
-Global phases follow datatrove's file-based pattern, with datapipe's kernels and the Beam path's survivor rule:
+Global phases follow datatrove's file-based pattern; these steps only move data, and every decision is the function
+of ``datapipe.dedup.components`` / ``datapipe.quality.cutoff`` that the Beam engine calls too:
 
 * dedup: ``DedupSignatures`` (per shard: exact and band keys, shingle sets) -> ``DedupBuckets`` (task ``b`` of ``B``:
   keys with ``key % B == b``; exact groups and verified LSH edges) -> ``DedupClusters`` (one task: union-find over
-  the edges; every node but its component's lowest reference is removed, as large/small-star leaves it under Beam;
-  removal lists per shard).
+  the edges, the roots it finds being the ones large/small-star finds under Beam; removal lists per shard).
 * paragraphs: ``LineKeys`` (per shard) -> ``LineBuckets`` (task ``b``: every occurrence of a line hash but the
   first) -> ``LineRemovals`` (one task: the buckets' removals grouped per shard).
+* quality cut-off (``keep_fraction``): ``QualityKeys`` (per shard: (score, tie-break) of every document) ->
+  ``QualityCutoff`` (one task: the exact quantile over every shard's keys).
 
 Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, beside datatrove's logging folders.
 """
@@ -20,24 +22,23 @@ Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, bes
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import numpy as np
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
+from datapipe.dedup import components
 from datapipe.dedup.graph import bucket_pairs, local_components
 from datapipe.dedup.minhash import jaccard
-from datapipe.dedup.stage import component_report, first_reason
-from datapipe.dedup.store import ShingleStore, write_removals
+from datapipe.dedup.store import ShingleStore, write_components, write_edges, write_removals
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
+from datapipe.quality.cutoff import KEY, cutoff_report, keys_array
 from datapipe.stage import DocumentStage, Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
 
-EDGE_BLOCK = 64  # as under Beam: kept edges are written per (shard, block of 64 documents)
 _U64 = (1 << 64) - 1
 
 
@@ -48,7 +49,7 @@ def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, 
 
 def _save(url: str, **arrays: np.ndarray) -> None:
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle flag
     fs.write_bytes_atomic(url, buf.getvalue())
 
 
@@ -79,6 +80,20 @@ class _Step(PipelineStep):
             self.stat_update(f"removed/{reason}", value=n)
         if stats.tokens:
             self.stat_update("tokens", value=stats.tokens, unit="doc")
+
+
+class _ShardStep(_Step):
+    """A step that runs :meth:`shard` on each of this task's shards, timed."""
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        for shard in mine(self.shards, rank, world_size):
+            with self.track_time():
+                self.shard(shard)
+
+    def shard(self, shard: Shard) -> None:
+        raise NotImplementedError
 
 
 class StageShards(_Step):
@@ -126,24 +141,20 @@ class FinishStage(_Step):
 # ------------------------------------------------------------------------------------------- document dedup
 
 
-class DedupSignatures(_Step):
+class DedupSignatures(_ShardStep):
     """Per shard: ``(text hash, ref)`` and ``(band, key, ref)`` arrays, and the shingle sets for verification."""
 
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        for shard in mine(self.shards, rank, world_size):
-            with self.track_time():
-                exact, bands, n = self.stage.sign_shard(shard)
-                self.stat_update("documents", value=n)
-                _save(
-                    fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"),
-                    exact_hash=_split128([h for h, _ in exact]),
-                    exact_ref=np.array([r for _, r in exact], dtype=np.int64).reshape(-1, 2),
-                    band=np.array([[b, k] for (b, k), _ in bands], dtype=np.uint64).reshape(-1, 2),
-                    band_ref=np.array([r for _, (r, _) in bands], dtype=np.int64).reshape(-1, 2),
-                    band_content=np.array([c for _, (_, c) in bands], dtype=np.int64),
-                )
+    def shard(self, shard: Shard) -> None:
+        exact, bands, n = self.stage.sign_shard(shard)
+        self.stat_update("documents", value=n)
+        _save(
+            fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"),
+            exact_hash=_split128([h for h, _ in exact]),
+            exact_ref=np.array([r for _, r in exact], dtype=np.int64).reshape(-1, 2),
+            band=np.array([[b, k] for (b, k), _ in bands], dtype=np.uint64).reshape(-1, 2),
+            band_ref=np.array([r for _, (r, _) in bands], dtype=np.int64).reshape(-1, 2),
+            band_content=np.array([c for _, (_, c) in bands], dtype=np.int64),
+        )
 
 
 class DedupBuckets(_Step):
@@ -159,21 +170,20 @@ class DedupBuckets(_Step):
             for (hi, lo), ref in zip(z["exact_hash"].tolist(), z["exact_ref"].tolist(), strict=True):
                 if lo % world_size == rank:
                     exact.setdefault((hi, lo), []).append(tuple(ref))
-            members = zip(z["band"].tolist(), z["band_ref"].tolist(), z["band_content"].tolist(), strict=True)
-            for (band, key), ref, content in members:
+            banded = zip(z["band"].tolist(), z["band_ref"].tolist(), z["band_content"].tolist(), strict=True)
+            for (band, key), ref, content in banded:
                 if key % world_size == rank:
                     buckets.setdefault((band, key), []).append((tuple(ref), content))
-        removals = []
-        for refs in exact.values():  # all references of one text but the lowest
-            keep = min(refs)
-            removals.extend((r[0], r[1], keep[0], keep[1]) for r in refs if r != keep)
+        removals: list[tuple[int, ...]] = []
+        for refs in exact.values():
+            removals.extend((shard, doc, *keep) for shard, (doc, _, keep) in components.exact_removals(refs))
         mh = self.stage.config.minhash
         edges: list[tuple[int, int, int, int, float]] = []
         if mh is not None:
-            pairs = set()
+            pairs: set[tuple[tuple[int, int], tuple[int, int]]] = set()
             held = 0
-            for refs in buckets.values():
-                members = sorted(set(refs))
+            for bucket in buckets.values():
+                members = sorted(set(bucket))
                 held = max(held, len(members))
                 pairs.update(bucket_pairs(members, mh.max_bucket_pairs))
             self.stat_update("largest_bucket", value=held)
@@ -201,11 +211,11 @@ class DedupClusters(_Step):
             yield from data
         stage = self.stage
         edges: dict[tuple, float | None] = {}
-        decisions: dict[tuple[int, int], list[tuple[str, Any]]] = {}
+        decisions: dict[int, list[tuple]] = {}
         for url in fs.glob(fs.join(self.scratch, "buckets", "*.npz")):
             z = _load(url)
             for s, d, ks, kd in z["exact"].tolist():
-                decisions.setdefault((s, d), []).append(("dedup/exact", (ks, kd)))
+                decisions.setdefault(s, []).append((d, "dedup/exact", (ks, kd)))
             for (sa, da, sb, db), j in zip(z["edges"].tolist(), z["jaccard"].tolist(), strict=True):
                 edges[((sa, da), (sb, db))] = None if j < 0 else j
         roots = local_components(edges)
@@ -213,61 +223,49 @@ class DedupClusters(_Step):
         for node, root in roots.items():
             members.setdefault(root, []).append(node)
             if node != root:
-                decisions.setdefault(node, []).append(("dedup/minhash", root))
-        by_shard: dict[int, list[tuple]] = {}
-        for (s, d), ds in decisions.items():
-            reason, survivor = first_reason(ds)
-            by_shard.setdefault(s, []).append((d, reason, list(survivor)))
-        for s, items in sorted(by_shard.items()):
-            write_removals(stage.out_dir, s, items)
+                shard, decision = components.minhash_removal(node, root)
+                decisions.setdefault(shard, []).append(decision)
+        removed = 0
+        for s, items in sorted(decisions.items()):
+            merged = [
+                (d, reason, list(survivor)) for d, reason, survivor in components.merge_decisions(items)
+            ]
+            removed += len(merged)
+            write_removals(stage.out_dir, s, merged)
+        tally = components.ComponentTally()
         if stage.config.minhash is not None:
             if stage.config.minhash.keep_edges:
-                self._write_edges(edges)
-            comps = [(len(m), [list(x) for x in sorted(m)]) for m in members.values()]
-            histogram: dict[int, int] = {}
-            for size, _ in comps:
-                bucket = 1 << max(0, (size - 1).bit_length())
-                histogram[bucket] = histogram.get(bucket, 0) + 1
-            largest = sorted(comps, key=lambda c: (c[0], [-x for x in c[1][0]]), reverse=True)[:10]
-            doc = {"histogram": {str(k): v for k, v in sorted(histogram.items())}, "largest": largest}
-            fs.write_text_atomic(fs.join(stage.out_dir, "components.json"), json.dumps(doc) + "\n")
-        else:
-            doc = {"histogram": {}, "largest": []}
-        held = max((c for c in (len(m) for m in members.values())), default=0)
-        report = component_report(doc["histogram"], doc["largest"], held, {})
-        report["counters"] = {"removed": sum(len(v) for v in by_shard.values())}
+                blocks: dict[tuple[int, int], list] = {}
+                for (a, b), j in edges.items():
+                    blocks.setdefault(components.edge_block(a, b), []).append((a, b, j))
+                for (shard, block), items in blocks.items():
+                    write_edges(stage.out_dir, shard, block, items)
+            for m in members.values():
+                tally.add(components.component_entry(m))
+            write_components(stage.out_dir, tally.to_dict())
+        doc = tally.to_dict()
+        held = max((len(m) for m in members.values()), default=0)
+        report = components.component_report(doc["histogram"], doc["largest"], held, {})
+        report["counters"] = {"removed": removed}
         report["engine"] = "datatrove"
         stage.write_global_report(report)
-
-    def _write_edges(self, edges: dict[tuple, float | None]) -> None:
-        blocks: dict[tuple[int, int], list] = {}
-        for (a, b), j in edges.items():
-            lo = min(a, b)
-            blocks.setdefault((lo[0], lo[1] // EDGE_BLOCK), []).append([list(a), list(b), j])
-        for (shard, block), items in blocks.items():
-            name = f"part-{shard:05d}-{block:05d}.json"
-            fs.write_text_atomic(fs.join(self.stage.out_dir, "edges", name), json.dumps(sorted(items)) + "\n")
 
 
 # -------------------------------------------------------------------------------------------- paragraph dedup
 
 
-class LineKeys(_Step):
+class LineKeys(_ShardStep):
     """Per shard: ``(hash of the normalized line, ref)`` for every line with text."""
 
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        for shard in mine(self.shards, rank, world_size):
-            with self.track_time():
-                keys, n = self.stage.line_keys(shard)
-                self.stat_update("documents", value=n)
-                self.stat_update("lines", value=len(keys))
-                _save(
-                    fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"),
-                    hash=_split128([h for h, _ in keys]),
-                    ref=np.array([r for _, r in keys], dtype=np.int64).reshape(-1, 3),
-                )
+    def shard(self, shard: Shard) -> None:
+        keys, n = self.stage.line_keys(shard)
+        self.stat_update("documents", value=n)
+        self.stat_update("lines", value=len(keys))
+        _save(
+            fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"),
+            hash=_split128([h for h, _ in keys]),
+            ref=np.array([r for _, r in keys], dtype=np.int64).reshape(-1, 3),
+        )
 
 
 class LineBuckets(_Step):
@@ -276,16 +274,13 @@ class LineBuckets(_Step):
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
             yield from data
-        first: dict[tuple[int, int], tuple[int, int, int]] = {}
         seen: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         for shard in self.shards:
             z = _load(fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"))
             for (hi, lo), ref in zip(z["hash"].tolist(), z["ref"].tolist(), strict=True):
                 if lo % world_size == rank:
-                    ref = tuple(ref)
-                    seen.setdefault((hi, lo), []).append(ref)
-                    first[(hi, lo)] = min(first.get((hi, lo), ref), ref)
-        out = [r for key, refs in seen.items() for r in refs if r != first[key]]
+                    seen.setdefault((hi, lo), []).append(tuple(ref))
+        out = [(s, *decision) for refs in seen.values() for s, decision in components.line_removals(refs)]
         self.stat_update("lines_removed", value=len(out))
         _save(
             fs.join(self.scratch, "line-buckets", f"{rank:05d}.npz"),
@@ -305,7 +300,32 @@ class LineRemovals(_Step):
                 by_shard.setdefault(s, []).append((d, line))
         for s, items in sorted(by_shard.items()):
             write_removals(self.stage.out_dir, s, items)
-        report = component_report({}, [], 0, {})
+        report = components.component_report({}, [], 0, {})
         report["counters"] = {"lines_removed": sum(len(v) for v in by_shard.values())}
         report["engine"] = "datatrove"
         self.stage.write_global_report(report)
+
+
+# ------------------------------------------------------------------------------------------- quality cut-off
+
+
+class QualityKeys(_ShardStep):
+    """Per shard: ``(score, tie-break)`` of every document, for the cut-off."""
+
+    def shard(self, shard: Shard) -> None:
+        keys = keys_array(self.stage.selection_keys(shard))
+        self.stat_update("documents", value=len(keys))
+        _save(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"), keys=keys)
+
+
+class QualityCutoff(_Step):
+    """One task: the cut-off over every shard's keys -> ``global.json``."""
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        parts = [
+            _load(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"))["keys"].astype(KEY)
+            for shard in self.shards
+        ]
+        self.stage.write_global_report(cutoff_report(parts, self.stage.config.keep_fraction))

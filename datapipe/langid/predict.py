@@ -28,7 +28,7 @@ import struct
 import numba
 import numpy as np
 
-from datapipe.spans import same_span
+from datapipe.kernels.spans import same_span
 
 MAGIC, VERSION = 793712314, 12
 LOSS_HS, MODEL_SUPERVISED = 1, 3

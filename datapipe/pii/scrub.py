@@ -1,4 +1,4 @@
-"""The ``pii`` stage: email addresses, IP addresses and phone numbers replaced with placeholders.
+"""PII scrubbing: email addresses, IP addresses and phone numbers replaced with placeholders.
 
 The placeholders are Dolma's (``|||EMAIL_ADDRESS|||``, ``|||IP_ADDRESS|||``, ``|||PHONE_NUMBER|||``), so a model
 learns one token pattern rather than a fake address. Documentation values stay: the RFC 5737 and RFC 3849 address
@@ -14,15 +14,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
 
-from datapipe.stage import DocumentStage
-from datapipe.stats import StageStats
+from datapipe.config.stages import EMAIL_PLACEHOLDER as EMAIL
+from datapipe.config.stages import IP_PLACEHOLDER as IP
+from datapipe.config.stages import PHONE_PLACEHOLDER as PHONE
+from datapipe.config.stages import PIIConfig
 
-EMAIL = "|||EMAIL_ADDRESS|||"
-IP = "|||IP_ADDRESS|||"
-PHONE = "|||PHONE_NUMBER|||"
 KINDS = ("email", "ip", "phone")
 
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@((?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,})(?![\w-])")
@@ -56,17 +53,10 @@ def _ip_kept(text: str) -> bool | None:
     return ip.is_loopback or ip.is_unspecified or any(ip in net for net in _DOC_NETS)
 
 
-@dataclass(frozen=True)
-class PIIConfig:
-    email: bool = True
-    ip: bool = True
-    phone: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"email": self.email, "ip": self.ip, "phone": self.phone, "placeholders": [EMAIL, IP, PHONE]}
+ALL_KINDS = PIIConfig()
 
 
-def scrub(text: str, config: PIIConfig = PIIConfig()) -> tuple[str, Counter]:
+def scrub(text: str, config: PIIConfig = ALL_KINDS) -> tuple[str, Counter]:
     """The text with PII replaced, and counts: ``email``, ``ip``, ``phone`` replaced; ``*_kept`` documentation."""
     counts: Counter = Counter()
 
@@ -93,22 +83,3 @@ def scrub(text: str, config: PIIConfig = PIIConfig()) -> tuple[str, Counter]:
     if config.phone:
         sub(_PHONE, "phone", PHONE, lambda m: False)
     return text, counts
-
-
-@dataclass
-class PIIStage(DocumentStage):
-    source: str
-    config: PIIConfig
-    input_dir: str
-    out_dir: str
-    name: str = "pii"
-
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
-        text, counts = scrub(doc["text"], self.config)
-        if counts:
-            for kind, n in counts.items():
-                stats.counters[f"pii/{kind}"] += n
-            if text != doc["text"]:
-                stats.counters["pii/documents_changed"] += 1
-                doc["text"] = text
-        return True

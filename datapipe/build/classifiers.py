@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from datapipe.config import MixtureConfig, SourceConfig
+from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.quality.model import check_model
-from datapipe.quality.train import load_recipe, recipe_hash, train
+from datapipe.config.recipe import load_recipe
+from datapipe.quality.train import recipe_hash, train
 
 
 def check_pinned(url: str, expected: str, field: str) -> None:

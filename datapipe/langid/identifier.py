@@ -7,7 +7,7 @@ given by path or URL.
 
 As DCLM does, the whole document is classified with its newlines replaced by spaces, and the top label and its
 probability are kept. For ``lid.176`` and other hierarchical-softmax models the prediction is computed by
-:mod:`datapipe.fasttext_predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~5x
+:mod:`datapipe.langid.predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~5x
 less CPU); any other model runs in fastText itself.
 """
 
@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
 from dataclasses import dataclass
 
 from datapipe.errors import DatapipeError
-from datapipe.fasttext_predict import read_model
 from datapipe.io import fs
+from datapipe.langid.predict import read_model
 
 
 def bundled_model_path() -> str:
@@ -37,22 +36,12 @@ def bundled_model_path() -> str:
     return path
 
 
-def _local_copy(url: str) -> str:
-    """fastText loads only local files: copy a remote model once into the temp folder."""
-    if fs.is_local(url):
-        return fs.local_path(url)
-    dest = os.path.join(tempfile.gettempdir(), "datapipe-models", os.path.basename(url))
-    if not os.path.exists(dest):
-        fs.write_bytes_atomic(dest, fs.read_bytes(url))
-    return dest
-
-
 def load_fasttext(url: str):
     """Load a fastText model by path or URL, without the library's stderr chatter."""
     import fasttext
 
     fasttext.FastText.eprint = lambda *args, **kwargs: None  # "load_model does not return WordVectorModel..."
-    path = _local_copy(url)
+    path = fs.local_copy(url)
     if not os.path.exists(path):
         raise DatapipeError(f"{url}: no fastText model there")
     return fasttext.load_model(path)
@@ -67,7 +56,7 @@ class LanguagePrediction:
 class LanguageIdentifier:
     def __init__(self, model: str | None = None) -> None:
         self.model_path = model or bundled_model_path()
-        path = _local_copy(self.model_path)
+        path = fs.local_copy(self.model_path)
         self._fast = read_model(path) if os.path.exists(path) else None
         self._model = None if self._fast is not None else load_fasttext(self.model_path)
 
@@ -77,6 +66,9 @@ class LanguageIdentifier:
             top = self._fast.top(line)
             label, prob = top if top is not None else (None, 0.0)
         else:
+            assert (
+                self._model is not None
+            )  # loaded in __init__ whenever the fast reader does not cover the model
             labels, probs = self._model.predict(line, k=1)
             label, prob = (labels[0].removeprefix("__label__"), float(probs[0])) if labels else (None, 0.0)
         if label is None:

@@ -1,0 +1,169 @@
+"""Plan a mixture build: for each source, its stages, each with a version hash and an output folder.
+
+The stages and their order come from the one table in :mod:`datapipe.build.registry`. Before planning,
+:func:`check_inputs` runs every check that needs the data or a stage module (globs, evaluation files, filter
+presets), so a mistake is one line naming the field before any work.
+
+A stage's hash covers its config and the hashes (or, for raw files, name under the data root and size) of its
+inputs, not the code:
+``<output>/<source>/<stage>-<hash8>/``. Changing one stage's config changes its hash and every later stage's, so a
+rerun redoes exactly what changed; a stage whose ``_SUCCESS`` exists is skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.build.registry import BY_NAME, STAGES
+from datapipe.config.mixture import MixtureConfig, SourceConfig
+from datapipe.errors import ConfigError
+from datapipe.io import fs
+from datapipe.io.shards import Shard, make_shards
+from datapipe.stage import Stage, is_done
+
+
+def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
+    blob = json.dumps(
+        {"stage": stage, "config": config, "inputs": inputs}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    source: str
+    stage: str
+    config: dict[str, Any]
+    inputs: tuple[Any, ...]
+    hash: str
+    out_dir: str
+    shards: tuple[Shard, ...]
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.stage}-{self.hash[:8]}"
+
+    @property
+    def done(self) -> bool:
+        return is_done(self.out_dir)
+
+    def record(self) -> dict[str, Any]:
+        """What ``stage.json`` says about how this stage was made."""
+        return {"hash": self.hash, "config": self.config, "inputs": list(self.inputs)}
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    source: SourceConfig
+    stages: tuple[StagePlan, ...]
+
+    def stage(self, name: str) -> StagePlan:
+        return next(s for s in self.stages if s.stage == name)
+
+
+def _make(
+    source: str, stage: str, config: dict, inputs: list, output: str, shards: tuple[Shard, ...]
+) -> StagePlan:
+    h = stage_hash(stage, config, inputs)
+    return StagePlan(
+        source, stage, config, tuple(inputs), h, fs.join(output, source, f"{stage}-{h[:8]}"), shards
+    )
+
+
+def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> dict[str, list[str]]:
+    """List each source's input files; a glob that matches nothing, a missing list file or a threshold its filter
+    preset does not have is a :class:`ConfigError` naming the field."""
+    out: dict[str, list[str]] = {}
+    for s in sources:
+        files: list[str] = []
+        for i, pattern in enumerate(s.paths):
+            try:
+                matched = fs.glob(pattern)
+            except (OSError, ValueError) as e:
+                raise ConfigError(
+                    mixture.file, f"sources.{s.name}.paths[{i}]", f"cannot list {pattern!r}: {e}"
+                ) from None
+            if not matched:
+                raise ConfigError(
+                    mixture.file, f"sources.{s.name}.paths[{i}]", f"no file matches {pattern!r}"
+                )
+            files.extend(m for m in matched if m not in files)
+        out[s.name] = files
+        for key in ("url_blocklist", "bad_words"):
+            path = getattr(s.filters, key, None) if s.filters else None
+            if path and not fs.exists(path):
+                raise ConfigError(mixture.file, f"sources.{s.name}.filters.{key}", f"no such file {path!r}")
+        if s.filters is not None:  # thresholds named in `overrides` must exist in the preset
+            from datapipe.filters.presets import build_chain
+
+            build_chain(
+                s.filters.preset,
+                dict(s.filters.overrides),
+                file=mixture.file,
+                field=f"sources.{s.name}.filters",
+            )
+    return out
+
+
+def resolve_eval_sets(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
+    """Each decon evaluation set's patterns expanded to its files (a set that matches nothing is a config error)."""
+    out = []
+    for src in sources:
+        if src.decon is None:
+            out.append(src)
+            continue
+        sets = []
+        for i, s in enumerate(src.decon.eval_sets):
+            files: list[str] = []
+            for j, url in enumerate(s.paths):
+                matched = fs.glob(url)
+                if not matched:
+                    raise ConfigError(
+                        mixture.file,
+                        f"sources.{src.name}.decon.eval_sets[{i}].paths[{j}]",
+                        f"no file matches {url!r}",
+                    )
+                files.extend(m for m in matched if m not in files)
+            sets.append(dataclasses.replace(s, paths=tuple(files)))
+        out.append(dataclasses.replace(src, decon=dataclasses.replace(src.decon, eval_sets=tuple(sets))))
+    return tuple(out)
+
+
+def plan_mixture(
+    mixture: MixtureConfig,
+    sources: tuple[SourceConfig, ...],
+    files: dict[str, list[str]],
+    tokenizer_sha256: str,
+) -> list[SourcePlan]:
+    """Every source's stages (the registry's, those its config asks for), each with its hash and folder."""
+    plans = []
+    for src in sources:
+        shards = make_shards(files[src.name], mixture.data_root)
+        # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a bucket
+        # copy) keeps its hashes; the size guards against a file replaced under the same name
+        inputs: list[Any] = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
+        stages: list[StagePlan] = []
+        for kind in STAGES:
+            config = kind.hash_config(mixture, src, tokenizer_sha256)
+            if config is None:
+                continue
+            stages.append(_make(src.name, kind.name, config, inputs, mixture.output, shards))
+            inputs = [stages[-1].hash]  # each stage's input is the one before it
+        plans.append(SourcePlan(src, tuple(stages)))
+    return plans
+
+
+def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> Stage:
+    """The stage object (plain Python, picklable) that processes ``stage``'s shards."""
+    i = plan.stages.index(stage)
+    upstream = plan.stages[i - 1].out_dir if i else ""
+    return BY_NAME[stage.stage].make(mixture, plan.source, upstream, stage.out_dir)
+
+
+def global_phase(plan: SourcePlan, stage: StagePlan) -> str | None:
+    """The kind of global phase ``stage`` needs before its shards (a name of ``registry.PHASES``), or None."""
+    return BY_NAME[stage.stage].phase(plan.source)

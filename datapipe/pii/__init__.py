@@ -1,0 +1,1 @@
+"""PII scrubbing: the patterns and replacements (``scrub``) and the ``pii`` stage."""

@@ -1,0 +1,31 @@
+"""The ``pii`` stage: every document's text scrubbed (:func:`datapipe.pii.scrub.scrub`); nothing is removed, counts
+per kind go to the stage's counters (``pii/<kind>``, ``pii/documents_changed``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.config.stages import PIIConfig
+from datapipe.pii.scrub import scrub
+from datapipe.stage import DocumentStage
+from datapipe.stats import StageStats
+
+
+@dataclass
+class PIIStage(DocumentStage):
+    source: str
+    config: PIIConfig
+    input_dir: str
+    out_dir: str
+    name: str = "pii"
+
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+        text, counts = scrub(doc["text"], self.config)
+        if counts:
+            for kind, n in counts.items():
+                stats.counters[f"pii/{kind}"] += n
+            if text != doc["text"]:
+                stats.counters["pii/documents_changed"] += 1
+                doc["text"] = text
+        return True

@@ -1,0 +1,44 @@
+"""The tokenizer identity a cache ledger and a mixture manifest record (name, vocab size, SHA-256, BOS/EOS).
+
+It lives with the store, not with the tokenizer: a reader (the loader, the trainer, ``datapipe inspect``) checks a
+cache against its manifest without importing HF tokenizers or the mixture config. ``datapipe.tokenize`` computes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TokenizerIdentity:
+    name: str
+    vocab_size: int
+    sha256: str
+    add_bos: bool
+    add_eos: bool
+    bos_id: int | None
+    eos_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "vocab_size": self.vocab_size,
+            "sha256": self.sha256,
+            "add_bos": self.add_bos,
+            "add_eos": self.add_eos,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TokenizerIdentity:
+        return cls(
+            name=d.get("name", ""),
+            vocab_size=d.get("vocab_size", 0),
+            sha256=d.get("sha256", ""),
+            add_bos=d.get("add_bos", False),
+            add_eos=d.get("add_eos", False),
+            bos_id=d.get("bos_id"),
+            eos_id=d.get("eos_id"),
+        )

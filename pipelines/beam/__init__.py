@@ -1,0 +1,1 @@
+"""The Beam engine: the runner, the stages and global phases as composite transforms."""

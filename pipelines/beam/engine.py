@@ -1,0 +1,71 @@
+"""The Beam engine: the whole build as one pipeline (``datapipe.build.run.Engine``).
+
+Every source's remaining stages are chained in order, a stage's global phase (dedup groups, a quality quantile)
+inside it between the stage before and the stage's own shards. When a dedup stage's components need more
+large-star/small-star rounds than it ran, that stage and those after it do not finish; the engine runs what is
+left again with twice the rounds (a wave).
+"""
+
+from __future__ import annotations
+
+from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.build.progress import WaveProgress
+from datapipe.build.run import StageReport, label
+from datapipe.config.mixture import MixtureConfig
+from datapipe.errors import DatapipeError
+from datapipe.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
+from pipelines.beam.quiet import PipelineOptions
+
+Chain = list[tuple[Stage, StagePlan, str | None]]
+
+
+class BeamEngine:
+    def __init__(self, beam_args: list[str]) -> None:
+        self.options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
+        self.runner = str(self.options.get_all_options().get("runner") or "DirectRunner")
+
+    def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
+        from pipelines.beam.dedup import CC_ROUNDS, next_cc_rounds
+
+        rounds: dict[str, int] = {}
+        pending = [(sp, [st for st in sp.stages if not st.done]) for sp in plans]
+        while pending := [(sp, q) for sp, q in pending if q]:
+            chains = [
+                (sp, [(make_stage(mixture, sp, st), st, global_phase(sp, st)) for st in q])
+                for sp, q in pending
+            ]
+            self.run_wave(chains, rounds, report_stage)
+            pending = [(sp, [st for st in q if not is_done(st.out_dir)]) for sp, q in pending]
+            for sp, chain in chains:
+                for stage, st, _ in chain:
+                    if not is_done(st.out_dir):  # a global phase that did not converge stopped its chain here
+                        if not isinstance(stage, TwoPhaseStage) or stage.global_done():
+                            raise DatapipeError(
+                                f"{st.out_dir}: the pipeline ended without finishing this stage"
+                            )
+                        rounds[st.out_dir] = next_cc_rounds(st.out_dir, rounds.get(st.out_dir, CC_ROUNDS))
+                        print(f"{label(sp, st)} components need more rounds: again with {rounds[st.out_dir]}")
+                        break
+
+    def run_wave(
+        self, chains: list[tuple[SourcePlan, Chain]], rounds: dict[str, int], report_stage: StageReport
+    ) -> None:
+        """One pipeline for all the chains; a line per stage as it finishes (its time: since the stage before it
+        finished, its global phase included)."""
+        from pipelines.beam.stage import run_chains
+
+        watched: list[tuple[SourcePlan, StagePlan]] = []
+        for sp, chain in chains:
+            for stage, st, _ in chain:
+                remove_temporaries(st.out_dir)  # left by a run killed mid-write
+                if isinstance(stage, TwoPhaseStage):
+                    stage.reset_global()
+                watched.append((sp, st))
+
+        def done(i: int, seconds: float) -> None:
+            sp, st = watched[i]
+            report_stage(sp, st, seconds)
+
+        labels = [(label(sp, st).strip(), st.out_dir, list(st.shards)) for sp, st in watched]
+        with WaveProgress(labels, done):
+            run_chains([chain for _, chain in chains], self.options, rounds)

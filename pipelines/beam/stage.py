@@ -1,0 +1,152 @@
+"""Run datapipe stages as Beam pipelines: shards -> workers -> per-shard outputs -> stage.json + _SUCCESS.
+
+One stage (:class:`RunStage`, a composite transform)::
+
+    shards | [global phase] | Reshuffle | ParDo(ProcessShard) | GroupByKey(one key) | ParDo(FinishStage)
+
+A source's stages run as one chain in one pipeline: the next stage's shard list is emitted by the previous stage's
+``FinishStage``, so it starts only after that stage's ``_SUCCESS`` is written; a stage with a global phase
+(``pipelines/beam/dedup.py``, ``quality.py``; picked by the registry's phase name) gets it between the two, and its shards wait for the phase's
+commit. Every source's chain goes into the same pipeline, so workers start, import and load their models once per
+build, which is most of a small build's time on the DirectRunner.
+
+Only shard descriptors travel through the shuffle, never document text; each worker reads its shard from storage
+and writes its own part files, so the result is the same on the DirectRunner, Dataflow, Flink or Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from datapipe.build.plan import StagePlan
+from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
+from datapipe.io.shards import Shard
+from datapipe.stage import Stage, TwoPhaseStage, finish_stage, run_shard
+from datapipe.stats import StageStats
+from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
+from pipelines.beam.quality import QualityCutoff
+from pipelines.beam.quiet import PipelineOptions, beam
+from pipelines.beam.runner import pipeline
+
+NAMESPACE = "datapipe"
+
+
+class ProcessShard(beam.DoFn):
+    """Process (or, if already committed, just report) one shard. Heavy resources load once per worker."""
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+
+    def setup(self) -> None:
+        self.stage.setup()
+
+    def teardown(self) -> None:
+        teardown = getattr(self.stage, "teardown", None)
+        if teardown is not None:
+            teardown()
+
+    def process(self, shard: Shard):
+        stats = run_shard(self.stage, shard)
+        prefix = f"{self.stage.source}.{self.stage.name}"
+        beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.docs_in").inc(stats.docs_in)
+        beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.docs_kept").inc(stats.docs_kept)
+        for reason, n in stats.removed.items():
+            beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.removed.{reason}").inc(n)
+        if stats.tokens:
+            beam.metrics.Metrics.counter(NAMESPACE, f"{prefix}.tokens").inc(stats.tokens)
+        yield None, (shard, stats.to_dict())  # one key: every shard's result reaches FinishStage
+
+
+class FinishStage(beam.DoFn):
+    """Runs once with every shard's statistics: finalize, then stage.json and _SUCCESS. A stage whose shards did not
+    run (a global phase before it must run again) sends it nothing, and stays unfinished."""
+
+    def __init__(self, stage: Stage, record: dict[str, Any], expected: int) -> None:
+        self.stage = stage
+        self.record = record
+        self.expected = expected  # shards
+
+    def process(self, element: tuple[None, list[tuple[Shard, dict]]]):
+        results = list(element[1])
+        if len(results) != self.expected:
+            raise RuntimeError(
+                f"{self.stage.out_dir}: {len(results)} shard results for {self.expected} shards"
+            )
+        shards = [r[0] for r in results]
+        stats = [StageStats.from_dict(r[1]) for r in results]
+        total = finish_stage(self.stage, shards, stats, self.record)
+        yield total.to_dict()
+
+
+def _after(done: beam.PCollection, shards: tuple[Shard, ...], label: str) -> beam.PCollection:
+    """The shard list, emitted once ``done`` (the previous stage's one finishing element) exists."""
+    return done | label >> beam.FlatMap(lambda _, s=shards: list(s))
+
+
+# the composite transform of each global phase the registry names (``datapipe.build.registry.PHASES``)
+GLOBAL_TRANSFORMS: dict[str, Callable[[Any, int], beam.PTransform]] = {
+    DEDUP: lambda stage, rounds: DedupGlobal(stage, rounds),
+    PARAGRAPHS: lambda stage, rounds: ParagraphsGlobal(stage),
+    QUALITY_CUTOFF: lambda stage, rounds: QualityCutoff(stage),
+}
+
+
+class RunStage(beam.PTransform):
+    """One stage on a PCollection of its shards (emitted once the stage before is done): its global phase first
+    when it has one still to run, then its shards, then ``stage.json`` and ``_SUCCESS``. The output holds one
+    element once ``_SUCCESS`` is written (none when the global phase must run again)."""
+
+    def __init__(self, stage: Stage, plan: StagePlan, phase: str | None, cc_rounds: int = CC_ROUNDS) -> None:
+        super().__init__()
+        self.stage, self.plan, self.phase, self.cc_rounds = stage, plan, phase, cc_rounds
+
+    def expand(self, shards):
+        stage, plan = self.stage, self.plan
+        if self.phase is not None and not (isinstance(stage, TwoPhaseStage) and stage.global_done()):
+            committed = shards | "Global" >> GLOBAL_TRANSFORMS[self.phase](stage, self.cc_rounds)
+            shards = _after(committed, plan.shards, "Phase2/Shards")
+        return (
+            shards
+            | "Spread" >> beam.Reshuffle()
+            | "Process" >> beam.ParDo(ProcessShard(stage))
+            | "Gather" >> beam.GroupByKey()
+            | "Finish" >> beam.ParDo(FinishStage(stage, plan.record(), len(plan.shards)))
+        )
+
+
+class RunChain(beam.PTransform):
+    """A source's stages in order on the pipeline's root, each stage's shard list emitted once the stage before it
+    is done (the first one's from ``Create``); the output holds one element once the last stage is done."""
+
+    def __init__(self, chain: list[tuple[Stage, StagePlan, str | None]], rounds: dict[str, int]) -> None:
+        super().__init__()
+        self.chain, self.rounds = chain, rounds
+
+    def expand(self, root):
+        done = None
+        for stage, plan, phase in self.chain:
+            shards = (
+                root
+                | f"{plan.stage}/Shards"
+                >> beam.Create(list(plan.shards), reshuffle=False)  # Spread reshuffles
+                if done is None
+                else _after(done, plan.shards, f"{plan.stage}/Shards")
+            )
+            done = shards | plan.stage >> RunStage(
+                stage, plan, phase, self.rounds.get(plan.out_dir, CC_ROUNDS)
+            )
+        return done
+
+
+def run_chains(
+    chains: list[list[tuple[Stage, StagePlan, str | None]]],
+    options: PipelineOptions,
+    cc_rounds: dict[str, int] | None = None,
+) -> None:
+    """Run every chain (a source's stages with their global phases, in order) in one pipeline, to completion
+    (blocking). ``cc_rounds``: connected-component rounds per dedup stage folder, for one that needs more than the
+    default."""
+    with pipeline(options) as p:
+        for chain in chains:
+            _ = p | chain[0][1].source >> RunChain(chain, cc_rounds or {})

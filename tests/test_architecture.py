@@ -1,0 +1,78 @@
+"""The import borders of docs/architecture.md, over the real import graph.
+
+The module-level borders are import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``), checked here
+by running ``lint-imports`` itself; what its contracts cannot say is checked from the source's syntax trees, lazy
+imports inside functions included: no module imports another module's private name, and ``datapipe`` never imports
+datatrove's executors or pipeline steps (it uses datatrove's text constants as a library, nothing of its engine).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGES = ("datapipe", "pipelines")
+
+
+def _modules(package: str):
+    for path in sorted((REPO / package).rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _imports(tree: ast.AST):
+    """``(module, name or None, line)`` for every import in a module, at any depth."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                yield node.module, alias.name, node.lineno
+
+
+def private_imports(path: Path, tree: ast.AST) -> list[str]:
+    """``from datapipe.x import _name`` (or pipelines) anywhere in a module: another module's private name."""
+    return [
+        f"{path.relative_to(REPO)}:{line}: imports {name} from {module}"
+        for module, name, line in _imports(tree)
+        if module.split(".")[0] in PACKAGES and name and name.startswith("_") and not name.startswith("__")
+    ]
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).parent / "lint-imports"
+    proc = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout and "5 kept" in proc.stdout
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_imports_another_modules_private_name(package):
+    found = [hit for path, tree in _modules(package) for hit in private_imports(path, tree)]
+    assert found == []
+
+
+def test_private_name_check_finds_one(tmp_path):
+    """The check above would see a private import, lazy or not."""
+    src = "def f():\n    from datapipe.filters.gopher import _hidden\n    return _hidden\n"
+    path = REPO / "datapipe" / "example.py"
+    assert private_imports(path, ast.parse(src)) == [
+        "datapipe/example.py:2: imports _hidden from datapipe.filters.gopher"
+    ]
+
+
+def test_datapipe_uses_no_datatrove_engine_part():
+    engine = ("datatrove.pipeline", "datatrove.executor", "datatrove.data")
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {module}"
+        for path, tree in _modules("datapipe")
+        for module, _, line in _imports(tree)
+        if module.startswith(engine)
+    ]
+    assert found == []
