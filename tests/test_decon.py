@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
@@ -42,11 +43,21 @@ def planted(fixture_texts):
         w = t.split()
         grams.update({tuple(w[k : k + 13]) for k in range(len(w) - 12)})
 
+    @functools.cache
+    def docs_holding(n: int) -> Counter:
+        """For every run of ``n`` consecutive words, how many documents hold it (a normalized text is its words
+        joined by single spaces, so this is how many hold it as a substring between spaces)."""
+        runs: Counter = Counter()
+        for t in norm:
+            w = t.split()
+            runs.update({tuple(w[k : k + n]) for k in range(len(w) - n + 1)})
+        return runs
+
     def alone(line: str) -> bool:
         w = normalize(line).split()
         if len(w) >= 13:
             return all(grams[tuple(w[k : k + 13])] == 1 for k in range(len(w) - 12))
-        return sum(" " + " ".join(w) + " " in t for t in norm) == 1
+        return bool(w) and docs_holding(len(w))[tuple(w)] == 1
 
     seen: Counter = Counter()
     for t in docs:
