@@ -4,11 +4,12 @@ One stage (:class:`RunStage`, a composite transform)::
 
     shards | [global phase] | Reshuffle | ParDo(ProcessShard) | GroupByKey(one key) | ParDo(FinishStage)
 
-A source's stages run as one chain in one pipeline: the next stage's shard list is emitted by the previous stage's
-``FinishStage``, so it starts only after that stage's ``_SUCCESS`` is written; a stage with a global phase
-(``pipelines/beam/dedup.py``, ``quality.py``; picked by the registry's phase name) gets it between the two, and its shards wait for the phase's
-commit. Every source's chain goes into the same pipeline, so workers start, import and load their models once per
-build, which is most of a small build's time on the DirectRunner.
+A source's stages run as one chain (:class:`RunChain`) in one pipeline: the next stage's shard list is emitted by
+the previous stage's ``FinishStage``, so it starts only after that stage's ``_SUCCESS`` is written; a stage with a
+global phase (``pipelines/beam/dedup.py``, ``quality.py``; picked by the registry's phase name in
+``GLOBAL_TRANSFORMS``) gets it between the two, and its shards wait for the phase's commit. Every source's chain goes
+into the same pipeline, so workers start, import and load their models once per build, which is most of a small
+build's time on the DirectRunner.
 
 Only shard descriptors travel through the shuffle, never document text; each worker reads its shard from storage
 and writes its own part files, so the result is the same on the DirectRunner, Dataflow, Flink or Spark.
