@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -159,17 +160,12 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
-    """``datapipe build ARGS`` runs the engines' launcher, ``python -m pipelines.build_mixture ARGS``, as a child
-    process: the ``datapipe`` package imports no engine (Beam, datatrove), and the launcher's own exit handling
-    (quick exit, Ctrl-C) applies as when it is run directly."""
-    import subprocess
-
-    child = subprocess.Popen([sys.executable, "-m", "pipelines.build_mixture", *rest])
-    while True:
-        try:
-            return child.wait()
-        except KeyboardInterrupt:  # the child got the same SIGINT: let it end and report its own status
-            continue
+    """``datapipe build ARGS`` becomes the engines' launcher, ``python -m pipelines.build_mixture ARGS`` (exec, so
+    the same process: signals, exit status and the output lease behave as when it is run directly), and the
+    ``datapipe`` package itself imports no engine (Beam, datatrove)."""
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "pipelines.build_mixture", *rest])
+    return 2  # not reached: exec replaces this process
 
 
 def _sub(sub, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:

@@ -264,7 +264,8 @@ def test_shingles_are_datatrove_words(fixture_texts):
 
 def test_report_figures_combine_in_any_split():
     """The global phase's report combiner gives the same figures however the runner splits and merges its input."""
-    from pipelines.beam.dedup import LARGEST, ReportFigures
+    from datapipe.dedup.components import LARGEST
+    from pipelines.beam.dedup import ReportFigures
 
     rng = random.Random(3)
     figures = []

@@ -11,10 +11,10 @@ import dataclasses
 import hashlib
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
+from datapipe.config.recipe import load_recipe
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.quality.model import check_model
-from datapipe.config.recipe import load_recipe
 from datapipe.quality.train import recipe_hash, train
 
 

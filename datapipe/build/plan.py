@@ -1,8 +1,8 @@
 """Plan a mixture build: for each source, its stages, each with a version hash and an output folder.
 
 The stages and their order come from the one table in :mod:`datapipe.build.registry`. Before planning,
-:func:`check_inputs` runs every check that needs the data or a stage module (globs, evaluation files, filter
-presets), so a mistake is one line naming the field before any work.
+:func:`check_inputs` (globs, list files, filter presets) and :func:`resolve_eval_sets` (evaluation files) run every
+check that needs the data or a stage module, so a mistake is one line naming the field before any work.
 
 A stage's hash covers its config and the hashes (or, for raw files, name under the data root and size) of its
 inputs, not the code:
@@ -20,10 +20,10 @@ from typing import Any
 
 from datapipe.build.registry import BY_NAME, STAGES
 from datapipe.config.mixture import MixtureConfig, SourceConfig
-from datapipe.errors import ConfigError
+from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
-from datapipe.stage import Stage, is_done
+from datapipe.stage import Stage, TwoPhaseStage, is_done
 
 
 def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
@@ -75,8 +75,16 @@ def _make(
 
 
 def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> dict[str, list[str]]:
-    """List each source's input files; a glob that matches nothing, a missing list file or a threshold its filter
-    preset does not have is a :class:`ConfigError` naming the field."""
+    """List each source's input files; a glob that matches nothing, a missing list file or (in any source of the
+    mixture) a threshold its filter preset does not have is a :class:`ConfigError` naming the field."""
+    from datapipe.filters.presets import build_chain
+
+    for (
+        src
+    ) in mixture.sources:  # thresholds named in `overrides` must exist in the preset: no I/O, so all of them
+        if src.filters is not None:
+            field = f"sources.{src.name}.filters"
+            build_chain(src.filters.preset, dict(src.filters.overrides), file=mixture.file, field=field)
     out: dict[str, list[str]] = {}
     for s in sources:
         files: list[str] = []
@@ -97,15 +105,6 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
             path = getattr(s.filters, key, None) if s.filters else None
             if path and not fs.exists(path):
                 raise ConfigError(mixture.file, f"sources.{s.name}.filters.{key}", f"no such file {path!r}")
-        if s.filters is not None:  # thresholds named in `overrides` must exist in the preset
-            from datapipe.filters.presets import build_chain
-
-            build_chain(
-                s.filters.preset,
-                dict(s.filters.overrides),
-                file=mixture.file,
-                field=f"sources.{s.name}.filters",
-            )
     return out
 
 
@@ -161,9 +160,16 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
     """The stage object (plain Python, picklable) that processes ``stage``'s shards."""
     i = plan.stages.index(stage)
     upstream = plan.stages[i - 1].out_dir if i else ""
-    return BY_NAME[stage.stage].make(mixture, plan.source, upstream, stage.out_dir)
+    kind = BY_NAME[stage.stage]
+    made = kind.make(mixture, plan.source, upstream, stage.out_dir)
+    if isinstance(made, TwoPhaseStage) != (
+        kind.phase is not None
+    ):  # an engine would skip a phase or run none
+        raise DatapipeError(f"stage {kind.name!r}: its registry row and its class disagree on a global phase")
+    return made
 
 
 def global_phase(plan: SourcePlan, stage: StagePlan) -> str | None:
-    """The kind of global phase ``stage`` needs before its shards (a name of ``registry.PHASES``), or None."""
-    return BY_NAME[stage.stage].phase(plan.source)
+    """The kind of global phase ``stage`` runs before its shards when it needs one (a name of
+    ``registry.PHASES``), or None."""
+    return BY_NAME[stage.stage].phase

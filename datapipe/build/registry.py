@@ -27,13 +27,14 @@ class StageKind:
 
     ``hash_config(mixture, source, tokenizer_sha256)`` is the stage's config as its version hash covers it, or
     None when the source does not run this stage; ``make(mixture, source, input_dir, out_dir)`` builds the stage
-    object (``input_dir`` is the stage before's folder, "" for the first); ``phase(source)`` names the global phase
-    the stage needs before its shards, or None."""
+    object (``input_dir`` is the stage before's folder, "" for the first); ``phase`` names the global phase a
+    two-phase stage runs before its shards (whether a given stage needs it is the stage's own ``needs_global``: a
+    quality stage only with ``keep_fraction``)."""
 
     name: str
     hash_config: Callable[[MixtureConfig, SourceConfig, str], dict[str, Any] | None]
     make: Callable[[MixtureConfig, SourceConfig, str, str], Stage]
-    phase: Callable[[SourceConfig], str | None] = lambda source: None
+    phase: str | None = None
 
 
 def _extract(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
@@ -97,14 +98,9 @@ def _to_dict(config: Any) -> dict[str, Any] | None:
 STAGES: tuple[StageKind, ...] = (
     StageKind("extract", lambda m, s, t: s.reader_config(), _extract),
     StageKind("filter", lambda m, s, t: _to_dict(s.filters), _filter),
-    StageKind("dedup", lambda m, s, t: _to_dict(s.dedup), _dedup, lambda s: DEDUP),
-    StageKind("paragraphs", lambda m, s, t: _to_dict(s.paragraphs), _paragraphs, lambda s: PARAGRAPHS),
-    StageKind(
-        "quality",
-        lambda m, s, t: _to_dict(s.quality),
-        _quality,
-        lambda s: QUALITY_CUTOFF if s.quality is not None and s.quality.keep_fraction is not None else None,
-    ),
+    StageKind("dedup", lambda m, s, t: _to_dict(s.dedup), _dedup, DEDUP),
+    StageKind("paragraphs", lambda m, s, t: _to_dict(s.paragraphs), _paragraphs, PARAGRAPHS),
+    StageKind("quality", lambda m, s, t: _to_dict(s.quality), _quality, QUALITY_CUTOFF),
     StageKind("decon", lambda m, s, t: None if s.decon is None else s.decon.to_dict(m.data_root), _decon),
     StageKind("pii", lambda m, s, t: _to_dict(s.pii), _pii),
     StageKind("tokenize", lambda m, s, t: {**m.tokenizer.to_dict(), "sha256": t}, _tokenize),

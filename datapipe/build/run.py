@@ -69,10 +69,10 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
     )
     sources = mixture.select(list(request.only) or None)
     files = check_inputs(mixture, sources)
+    sources = resolve_eval_sets(mixture, sources)
     for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
         for url in files[src.name]:
             check_shard(url, src.format, src.text_field)
-    sources = resolve_eval_sets(mixture, sources)
     tokenizer = load_tokenizer(mixture.tokenizer)
     print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
     with OutputLease(mixture.output, wait_s=request.wait_lease):  # one build per output folder at a time
@@ -81,7 +81,9 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         if request.dry_run:
             print_plan(plans, mixture.output)
             return 0
-        return build(mixture, sources, plans, tokenizer.identity, engine, request.train_tokens or mixture.train_tokens)
+        return build(
+            mixture, sources, plans, tokenizer.identity, engine, request.train_tokens or mixture.train_tokens
+        )
 
 
 def build(
@@ -99,7 +101,9 @@ def build(
         for st in sp.stages:
             if st.done:
                 counts = read_stage_json(st.out_dir)["counts"]
-                print(f"{label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}")
+                print(
+                    f"{label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}"
+                )
     engine.run(mixture, plans, report_stage)
 
     print_summary(plans)
@@ -114,7 +118,9 @@ def build(
     return 0
 
 
-def write_mixture_manifest(mixture: MixtureConfig, plans: list[SourcePlan], tokenizer: TokenizerIdentity) -> str:
+def write_mixture_manifest(
+    mixture: MixtureConfig, plans: list[SourcePlan], tokenizer: TokenizerIdentity
+) -> str:
     """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
     components = []
     for sp in plans:
@@ -139,7 +145,9 @@ def write_mixture_manifest(mixture: MixtureConfig, plans: list[SourcePlan], toke
         extra["schedule"] = list(mixture.schedule)
     if mixture.train_tokens:
         extra["train_tokens"] = mixture.train_tokens
-    return write_manifest(mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer, components, extra)
+    return write_manifest(
+        mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer, components, extra
+    )
 
 
 def label(sp: SourcePlan, st: StagePlan) -> str:

@@ -158,7 +158,7 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
 
 
 def _decon(doc: dict | None, root: str) -> DeconConfig | None:
-    """Evaluation-set patterns resolved under the data root; the plan globs them (``build.plan.check_inputs``)."""
+    """Evaluation-set patterns resolved under the data root; the plan globs them (``build.plan.resolve_eval_sets``)."""
     if doc is None:
         return None
     sets = tuple(

@@ -159,6 +159,9 @@ class QualityConfig:
                 "classifier": self.select_classifier,
                 "threshold": self.threshold,
                 "keep_fraction": self.keep_fraction,
+                # the cut-off became an exact quantile (it was Beam's approximate one): a kept fraction's output
+                # changed, so its hash does; a selection without keep_fraction hashes as before
+                **({"quantile": "exact"} if self.keep_fraction is not None else {}),
             },
         }
 

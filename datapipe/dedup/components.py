@@ -9,6 +9,7 @@ files; everything it decides about a document is decided here:
 * a node's component root once the components are in star form, and whether they are (:func:`star_root`);
 * the removal a MinHash component makes of each non-root member (:func:`minhash_removal`);
 * which reason names a document several methods removed (:func:`merge_decisions`, in ``REASON_ORDER``);
+* whether a verified candidate pair is an edge, and its weight (:func:`edge_weight`);
 * which block of the edge files a verified edge goes to (:func:`edge_block`);
 * the component report: the size histogram in powers of two and the largest components (:class:`ComponentTally`,
   :func:`component_report`).
@@ -78,6 +79,12 @@ def merge_decisions(items: Iterable[tuple[int, str, Any]]) -> list[tuple[int, st
     for doc, reason, survivor in items:
         by_doc.setdefault(doc, []).append((reason, survivor))
     return [(doc, *first_reason(decisions)) for doc, decisions in by_doc.items()]
+
+
+def edge_weight(jaccard: float, threshold: float) -> float | None:
+    """A verified candidate pair is an edge when its exact Jaccard reaches ``threshold``; its recorded weight is
+    the Jaccard to 4 decimals (None: no edge)."""
+    return round(jaccard, 4) if jaccard >= threshold else None
 
 
 def edge_block(a: Ref, b: Ref) -> tuple[int, int]:

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Iterator
 Ref = tuple[int, int]
 
 
-def bucket_pairs(members: list[tuple[Ref, int]], max_pairs_bucket: int) -> Iterator[tuple[Ref, Ref]]:
-    """Candidate pairs from one LSH bucket: ``members`` are ``(ref, content)``, sorted and distinct, where equal
-    ``content`` keys mean identical shingle sets (Jaccard 1).
+def bucket_pairs(members: Iterable[tuple[Ref, int]], max_pairs_bucket: int) -> Iterator[tuple[Ref, Ref]]:
+    """Candidate pairs from one LSH bucket: ``members`` are ``(ref, content)`` in any order and with repeats
+    (taken sorted and distinct, so every engine pairs the same way), where equal ``content`` keys mean identical
+    shingle sets (Jaccard 1).
 
     Members with the same content are joined to the first of them, and only those firsts pair up: copies of a page
     (many in a crawl, and in the e2e benchmark's larger sizes) then add one pair each instead of making the bucket
@@ -26,7 +27,7 @@ def bucket_pairs(members: list[tuple[Ref, int]], max_pairs_bucket: int) -> Itera
     """
     firsts: dict[int, Ref] = {}
     reps: list[Ref] = []
-    for ref, content in members:
+    for ref, content in sorted(set(members)):
         first = firsts.get(content)
         if first is None:
             firsts[content] = ref

@@ -1,8 +1,8 @@
 """The ``dedup`` (document level) and ``paragraphs`` (line level) stages.
 
-Each has two phases. The global phase (run by an engine; its decisions are :mod:`datapipe.dedup.components`) reads every shard once to emit small
-keys (hashes of normalized text, LSH band keys, hashes of lines), groups them by key, and ends with one sorted
-removal list per input shard. The shard phase then streams each shard once with its own list, like any other
+Each has two phases. The global phase (run by an engine; its decisions are :mod:`datapipe.dedup.components`)
+reads every shard once to emit small keys (hashes of normalized text, LSH band keys, hashes of lines), groups them by
+key, and ends with one sorted removal list per input shard. The shard phase then streams each shard once with its own list, like any other
 stage. Document text never crosses workers.
 """
 

@@ -22,11 +22,6 @@ class ReadTally:
     not_records: Counter[str] = field(default_factory=Counter)
     notes: Counter[str] = field(default_factory=Counter)
 
-    def record(self, size: int) -> None:
-        """A record of ``size`` bytes was met."""
-        self.records += 1
-        self.bytes += size
-
     def unusable_record(self, kind: str, n: int = 1) -> None:
         self.unusable[kind] += n
 

@@ -3,8 +3,9 @@
 Scores go to ``metadata.quality.<classifier>`` (probability of the positive label). Selection keeps documents whose
 score is at or above an absolute ``threshold`` (DCLM's published 0.018112 as the ``dclm`` preset), or the top
 ``keep_fraction``: the cut-off is then a global quantile of (score, tie-break) computed in a first pass over all
-shards (:mod:`datapipe.quality.cutoff`, exact, the same on every engine), and written to ``stage.json``. The tie-break is a hash of the
-document id, so documents with equal scores are kept or dropped the same way on every run.
+shards (:mod:`datapipe.quality.cutoff`, exact, the same on every engine), and written to ``stage.json``. The
+tie-break is a hash of the document id, so documents with equal scores are kept or dropped the same way on every
+run.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ cache against its manifest without importing HF tokenizers or the mixture config
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,5 @@ class TokenizerIdentity:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TokenizerIdentity:
-        return cls(
-            name=d.get("name", ""),
-            vocab_size=d.get("vocab_size", 0),
-            sha256=d.get("sha256", ""),
-            add_bos=d.get("add_bos", False),
-            add_eos=d.get("add_eos", False),
-            bos_id=d.get("bos_id"),
-            eos_id=d.get("eos_id"),
-        )
+        fields = ("name", "vocab_size", "sha256", "add_bos", "add_eos", "bos_id", "eos_id")
+        return cls(**cast(dict[str, Any], {k: d.get(k) for k in fields}))

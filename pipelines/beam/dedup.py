@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from datapipe.dedup.components import (
-    LARGEST,
     ComponentTally,
     component_entry,
     component_report,
     edge_block,
+    edge_weight,
     exact_removals,
     line_removals,
     merge_decisions,
@@ -62,7 +62,14 @@ CODER = beam.coders.FastPrimitivesCoder()
 CC_ROUNDS = 4  # large-star/small-star rounds a first attempt runs; a graph that needs more gets twice as many
 MAX_CC_ROUNDS = 64
 
-__all__ = ["CC_ROUNDS", "LARGEST", "DedupGlobal", "ParagraphsGlobal", "ReportFigures", "next_cc_rounds"]
+__all__ = [
+    "CC_ROUNDS",
+    "DedupGlobal",
+    "ParagraphsGlobal",
+    "ReportFigures",
+    "next_cc_rounds",
+    "run_dedup_global",
+]
 
 
 class ReportFigures(beam.CombineFn):
@@ -181,7 +188,7 @@ class BucketPairs(beam.DoFn):
 
     def process(self, element):
         _, members = element  # (ref, content key)
-        yield from bucket_pairs(sorted(set(members)), self.max_pairs_bucket)
+        yield from bucket_pairs(members, self.max_pairs_bucket)
 
 
 class VerifyPairs(beam.DoFn):
@@ -199,10 +206,10 @@ class VerifyPairs(beam.DoFn):
         _, pairs = element
         verified = rejected = 0
         for a, b in sorted(pairs):
-            j = jaccard(self.store.get(a), self.store.get(b))
-            if j >= self.threshold:
+            weight = edge_weight(jaccard(self.store.get(a), self.store.get(b)), self.threshold)
+            if weight is not None:
                 verified += 1
-                yield a, b, round(j, 4)
+                yield a, b, weight
             else:
                 rejected += 1
         yield beam.pvalue.TaggedOutput("figures", ("sum", "counters.pairs_verified", verified))

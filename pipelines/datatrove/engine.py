@@ -2,10 +2,10 @@
 
 Every stage that is not done becomes a few executors (``pipelines/datatrove/steps.py``): its global phase if it has
 one (dedup: signatures -> buckets -> clusters; paragraphs: line keys -> buckets -> removals; quality cut-off: keys ->
-cut-off), then its shards, then a one-task finish that writes ``stage.json`` and ``_SUCCESS``. The stage folders, markers, manifest and caches are
-the ones the Beam engine writes, byte for byte; datatrove's own logs, stats and completion markers go to
-``<output>/_datatrove/<source>/<stage dir>/<phase>/tasks-<T>/``, so a rerun after a kill skips the tasks datatrove marked
-complete and the shards datapipe committed.
+cut-off), then its shards, then a one-task finish that writes ``stage.json`` and ``_SUCCESS``. The stage folders,
+markers, manifest and caches are the ones the Beam engine writes, byte for byte; datatrove's own logs, stats and
+completion markers go to ``<output>/_datatrove/<source>/<stage dir>/<phase>/tasks-<T>/``, so a rerun after a kill
+skips the tasks datatrove marked complete and the shards datapipe committed.
 
 Locally each executor runs in turn (``LocalPipelineExecutor``, ``--workers`` processes). On Slurm the executors form
 one chain of array jobs (each depends on the one before, ``afterok``); this process submits it and waits for the
@@ -70,20 +70,25 @@ class Job:
     logging_dir: str
 
 
-# the executors of each global phase the registry names: (phase folder, step class, tasks: per shard, per bucket, one)
-PHASE_STEPS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    DEDUP: (
-        ("signatures", "DedupSignatures", "shards"),
-        ("buckets", "DedupBuckets", "buckets"),
-        ("clusters", "DedupClusters", "one"),
-    ),
-    PARAGRAPHS: (
-        ("lines", "LineKeys", "shards"),
-        ("line-buckets", "LineBuckets", "buckets"),
-        ("removals", "LineRemovals", "one"),
-    ),
-    QUALITY_CUTOFF: (("keys", "QualityKeys", "shards"), ("cutoff", "QualityCutoff", "one")),
-}
+def phase_steps(phase: str) -> tuple[tuple[str, Any, str], ...]:
+    """The executors of the global phase the registry names ``phase``: (phase folder, step class, tasks: one per
+    shard, ``--buckets``, or one). datatrove is imported here, only when something runs."""
+    from pipelines.datatrove import steps
+
+    table = {
+        DEDUP: (
+            ("signatures", steps.DedupSignatures, "shards"),
+            ("buckets", steps.DedupBuckets, "buckets"),
+            ("clusters", steps.DedupClusters, "one"),
+        ),
+        PARAGRAPHS: (
+            ("lines", steps.LineKeys, "shards"),
+            ("line-buckets", steps.LineBuckets, "buckets"),
+            ("removals", steps.LineRemovals, "one"),
+        ),
+        QUALITY_CUTOFF: (("keys", steps.QualityKeys, "shards"), ("cutoff", steps.QualityCutoff, "one")),
+    }
+    return table[phase]
 
 
 def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
@@ -105,8 +110,8 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     phase = global_phase(sp, st)
     if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
         scratch = fs.join(base, "scratch")
-        for folder, step, width in PHASE_STEPS[phase]:
-            jobs.append(job(folder, getattr(steps, step)(stage, shards, scratch), tasks[width]))
+        for folder, step, width in phase_steps(phase):
+            jobs.append(job(folder, step(stage, shards, scratch), tasks[width]))
     jobs += [
         job("shards", steps.StageShards(stage, shards), per_shard),
         job("finish", steps.FinishStage(stage, shards, st.record()), 1),

@@ -1,7 +1,7 @@
 """datapipe's stages as datatrove pipeline steps, for datatrove's executors (local processes, Slurm).
 
 A stage is one executor whose task ``r`` of ``T`` takes the stage's shards ``r, r+T, ...`` and runs each through
-the same ``run_shard`` as the Beam glue, so the outputs are the same bytes and a shard an earlier (killed) run
+the same ``run_shard`` as the Beam engine, so the outputs are the same bytes and a shard an earlier (killed) run
 committed is reported, not redone; a one-task executor after it writes ``stage.json`` and ``_SUCCESS``. Each step
 counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<reason>``, ``tokens``) as well.
 
@@ -183,16 +183,19 @@ class DedupBuckets(_Step):
             pairs: set[tuple[tuple[int, int], tuple[int, int]]] = set()
             held = 0
             for bucket in buckets.values():
-                members = sorted(set(bucket))
-                held = max(held, len(members))
-                pairs.update(bucket_pairs(members, mh.max_bucket_pairs))
+                held = max(held, len(set(bucket)))
+                pairs.update(bucket_pairs(bucket, mh.max_bucket_pairs))
             self.stat_update("largest_bucket", value=held)
             store = ShingleStore(self.stage.out_dir) if mh.verify else None
-            for a, b in sorted(pairs):
-                j = jaccard(store.get(a), store.get(b)) if store is not None else None
-                if j is None or j >= mh.threshold:
+            for a, b in sorted(pairs):  # unverified (verify off): every candidate is an edge, weight -1
+                weight = (
+                    -1.0
+                    if store is None
+                    else components.edge_weight(jaccard(store.get(a), store.get(b)), mh.threshold)
+                )
+                if weight is not None:
                     self.stat_update("pairs_verified")
-                    edges.append((*a, *b, -1.0 if j is None else round(j, 4)))
+                    edges.append((*a, *b, weight))
                 else:
                     self.stat_update("pairs_rejected")
         _save(
