@@ -7,6 +7,7 @@ transforms or steps. Adding a stage is one row here plus its module: no dispatch
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,46 +44,20 @@ def _extract(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir:
     return ExtractStage(src, out_dir)
 
 
-def _filter(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.filters.stage import FilterStage
+def _document_stage(path: str, field: str) -> Callable[[MixtureConfig, SourceConfig, str, str], Stage]:
+    """The constructor of the stage class ``module:Class``, made from (source name, the source's ``field`` config,
+    input folder, output folder). The module is imported when a stage is made, not when the table is read, so
+    planning and the config checks load no fastText, numba or tokenizer."""
+    module, cls = path.split(":")
 
-    assert src.filters is not None
-    return FilterStage(src.name, src.filters, input_dir, out_dir)
+    def make(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
+        config = getattr(src, field)
+        if config is None:
+            raise ValueError(f"source {src.name!r} does not run {cls}: it has no {field} config")
+        stage: Stage = getattr(importlib.import_module(module), cls)(src.name, config, input_dir, out_dir)
+        return stage
 
-
-def _dedup(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.dedup.stage import DedupStage
-
-    assert src.dedup is not None
-    return DedupStage(src.name, src.dedup, input_dir, out_dir)
-
-
-def _paragraphs(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.dedup.stage import ParagraphStage
-
-    assert src.paragraphs is not None
-    return ParagraphStage(src.name, src.paragraphs, input_dir, out_dir)
-
-
-def _quality(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.quality.stage import QualityStage
-
-    assert src.quality is not None
-    return QualityStage(src.name, src.quality, input_dir, out_dir)
-
-
-def _decon(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.decon.stage import DeconStage
-
-    assert src.decon is not None
-    return DeconStage(src.name, src.decon, input_dir, out_dir)
-
-
-def _pii(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
-    from datapipe.pii.stage import PIIStage
-
-    assert src.pii is not None
-    return PIIStage(src.name, src.pii, input_dir, out_dir)
+    return make
 
 
 def _tokenize(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
@@ -91,18 +66,44 @@ def _tokenize(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir
     return TokenizeStage(src.name, mixture.tokenizer, input_dir, out_dir)
 
 
-def _to_dict(config: Any) -> dict[str, Any] | None:
-    return None if config is None else config.to_dict()
+def _config_of(field: str) -> Callable[[MixtureConfig, SourceConfig, str], dict[str, Any] | None]:
+    """The hash config of a stage configured by the source's ``field`` (None when the source has none)."""
+
+    def config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any] | None:
+        value = getattr(src, field)
+        return None if value is None else value.to_dict()
+
+    return config
 
 
 STAGES: tuple[StageKind, ...] = (
     StageKind("extract", lambda m, s, t: s.reader_config(), _extract),
-    StageKind("filter", lambda m, s, t: _to_dict(s.filters), _filter),
-    StageKind("dedup", lambda m, s, t: _to_dict(s.dedup), _dedup, DEDUP),
-    StageKind("paragraphs", lambda m, s, t: _to_dict(s.paragraphs), _paragraphs, PARAGRAPHS),
-    StageKind("quality", lambda m, s, t: _to_dict(s.quality), _quality, QUALITY_CUTOFF),
-    StageKind("decon", lambda m, s, t: None if s.decon is None else s.decon.to_dict(m.data_root), _decon),
-    StageKind("pii", lambda m, s, t: _to_dict(s.pii), _pii),
+    StageKind(
+        "filter", _config_of("filters"), _document_stage("datapipe.filters.stage:FilterStage", "filters")
+    ),
+    StageKind(
+        "dedup", _config_of("dedup"), _document_stage("datapipe.dedup.stage:DedupStage", "dedup"), DEDUP
+    ),
+    StageKind(
+        "paragraphs",
+        _config_of("paragraphs"),
+        _document_stage("datapipe.dedup.stage:ParagraphStage", "paragraphs"),
+        PARAGRAPHS,
+    ),
+    StageKind(
+        "quality",
+        _config_of("quality"),
+        _document_stage("datapipe.quality.stage:QualityStage", "quality"),
+        QUALITY_CUTOFF,
+    ),
+    StageKind(
+        "decon",
+        lambda m, s, t: (
+            None if s.decon is None else s.decon.to_dict(m.data_root)
+        ),  # files named under the root
+        _document_stage("datapipe.decon.stage:DeconStage", "decon"),
+    ),
+    StageKind("pii", _config_of("pii"), _document_stage("datapipe.pii.stage:PIIStage", "pii")),
     StageKind("tokenize", lambda m, s, t: {**m.tokenizer.to_dict(), "sha256": t}, _tokenize),
 )
 
