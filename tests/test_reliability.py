@@ -76,16 +76,41 @@ def kill_mix(tmp_path_factory) -> tuple[Path, Path, float]:
     return mix, folder / "ref", time.perf_counter() - t0
 
 
+def _kill_on_progress(runs: list[tuple[subprocess.Popen, Path, int, float]], limit_s: float) -> None:
+    """SIGKILL each build once its output holds ``target`` commit markers, ``delay`` seconds after it got there (so
+    kills land inside the work that follows a marker, not only on it): waits on the builds' progress, not on the
+    clock, so the kills land at the same points however fast the machine is. A build that ends first is left."""
+    reached: dict[int, float] = {}
+    deadline = time.monotonic() + limit_s
+    pending = list(range(len(runs)))
+    while pending:
+        assert time.monotonic() < deadline, "the builds made no progress toward their kill points"
+        for i in list(pending):
+            proc, out, target, delay = runs[i]
+            if proc.poll() is not None:
+                pending.remove(i)
+            elif i in reached or _committed(out)[1] >= target:
+                reached.setdefault(i, time.monotonic())
+                if time.monotonic() >= reached[i] + delay:
+                    proc.send_signal(signal.SIGKILL)
+                    pending.remove(i)
+        time.sleep(0.005)
+
+
 def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
-    """SIGKILL at moments spread over the whole build (every stage, global dedup phases, the cache's
-    consolidation, the manifest), then a plain rerun: byte-identical to the uninterrupted build. Two trials run
-    side by side (one per core), each in its own output folder."""
+    """SIGKILL at points spread over the whole build (every stage, global dedup phases, the cache's consolidation,
+    the manifest), then a plain rerun: byte-identical to the uninterrupted build. The points are chosen by progress:
+    trial t dies a random fraction of a second after its output holds the k-th of the reference build's commit
+    markers, k spread over all of them. Two trials run side by side (one per core), each in its own folder."""
     mix, ref, seconds = kill_mix
     reference = tree_digest(ref)
+    total = _committed(ref)[1]
     rng = random.Random(11)
     trials = 10
-    # one moment in each tenth of the build; two builds side by side run ~1.6x slower than the reference alone
-    moments = [1.6 * (t + rng.random()) / trials * seconds for t in range(trials)]
+    # one kill point in each tenth of the build's markers, then up to 0.3 s into the work after it
+    plan = [
+        (min(total, 1 + int((t + rng.random()) / trials * total)), 0.3 * rng.random()) for t in range(trials)
+    ]
     progress_at_kill = set()  # (stages done, shard and phase markers committed) when each kill landed
     for pair in range(0, trials, 2):
         outs = [tmp_path / f"t{t}" for t in (pair, pair + 1)]
@@ -93,10 +118,10 @@ def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
             subprocess.Popen(build_cmd(mix, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             for out in outs
         ]
-        t0 = time.perf_counter()
-        for proc, at in zip(procs, moments[pair : pair + 2], strict=True):
-            time.sleep(max(0.0, at - (time.perf_counter() - t0)))
-            proc.send_signal(signal.SIGKILL)
+        runs = [
+            (proc, out, *plan[t]) for t, (proc, out) in enumerate(zip(procs, outs, strict=True), start=pair)
+        ]
+        _kill_on_progress(runs, limit_s=10 * seconds + 300)
         for proc, out in zip(procs, outs, strict=True):
             proc.communicate()
             progress_at_kill.add(_committed(out))
@@ -106,8 +131,8 @@ def test_killed_builds_resume_to_the_same_bytes(kill_mix, tmp_path):
         ]
         for t, (out, proc) in enumerate(zip(outs, reruns, strict=True), start=pair):
             err = proc.communicate()[1].decode()
-            assert proc.returncode == 0, f"trial {t} (killed at {moments[t]:.1f}s): {err[-2000:]}"
-            assert tree_digest(out) == reference, f"trial {t} (killed at {moments[t]:.1f}s)"
+            assert proc.returncode == 0, f"trial {t} (killed after marker {plan[t][0]}): {err[-2000:]}"
+            assert tree_digest(out) == reference, f"trial {t} (killed after marker {plan[t][0]})"
             shutil.rmtree(out)
             tally("kills")
     print(f"kills landed at (stages done, markers committed) {sorted(progress_at_kill)}")
