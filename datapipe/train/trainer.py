@@ -276,7 +276,6 @@ class Trainer:
                 size = int(batch["input_ids"].shape[0])
                 state, metrics = self.step_fn(size)(state, batch)
                 done = step + 1
-                ckpt.maybe_save(done, state)
                 tokens_since += size * self.seq_len
                 if done % cfg.log_every == 0 or done == last or stop["signal"]:
                     m = jax.device_get(metrics)
@@ -307,6 +306,9 @@ class Trainer:
                     log.write(record)
                     if self.verbose and self.is_main:
                         print(console_line(record), flush=True)
+                # Saved only after this step's metrics line is written: a checkpoint that commits before its
+                # line would resume past a step the log never recorded.
+                ckpt.maybe_save(done, state)
                 result.step = done
                 if stop["signal"]:
                     result.status = "preempted"
