@@ -74,6 +74,15 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         metavar="SECONDS",
         help="when another build holds the output folder, wait this long for it (default: refuse at once)",
     )
+    bm = ap.add_argument_group("Beam engine (--engine beam)")
+    bm.add_argument(
+        "--global-shuffle",
+        choices=("auto", "files", "beam"),
+        default="auto",
+        help="how the dedup and paragraph global phases group keys: through partitioned files on disk (bounded "
+        "memory) or Beam's GroupByKey; auto (default): files on the DirectRunner, which holds a GroupByKey in "
+        "memory, else beam",
+    )
     dt = ap.add_argument_group("datatrove engine (--engine datatrove)")
     dt.add_argument(
         "--executor", choices=EXECUTORS, default="local", help="datatrove executor (default local)"
@@ -114,7 +123,11 @@ def make_engine(args: argparse.Namespace, extra: list[str]) -> Engine:
     if args.engine == "beam":
         from pipelines.beam.engine import BeamEngine  # Beam is imported only when it runs
 
-        return BeamEngine(extra)
+        return BeamEngine(extra, args.global_shuffle)
+    if args.global_shuffle != "auto":
+        raise DatapipeError(
+            "--global-shuffle is a Beam engine flag: the datatrove engine always shuffles through files"
+        )
     if extra:
         raise DatapipeError(f"unknown argument(s) with --engine datatrove: {' '.join(extra)}")
     flags = vars(args)  # the datatrove flags are named as DatatroveOptions' fields

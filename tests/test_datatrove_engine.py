@@ -63,7 +63,9 @@ def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
     assert {
         "signatures",
         "buckets",
-        "clusters",
+        "verify",
+        "components",
+        "commit",
         "lines",
         "line-buckets",
         "removals",

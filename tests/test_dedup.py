@@ -208,9 +208,13 @@ def test_components_that_need_more_rounds_run_again(handbook, tmp_path):
         "      dedup: {exact: false, minhash: {preset: fineweb, keep_edges: true}}}\n",
     )
     out = tmp_path / "out"
-    proc = run_build("--mixture", str(mix), "--output", str(out))
+    proc = run_build("--mixture", str(mix), "--output", str(out), "--global-shuffle", "beam")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "components need more rounds: again with 8" in proc.stdout
+    files = tmp_path / "files"  # the file shuffle (the DirectRunner's default) finds the components in one go
+    proc = run_build("--mixture", str(mix), "--output", str(files))
+    assert proc.returncode == 0 and "more rounds" not in proc.stdout, proc.stderr[-3000:]
+    assert_same_decisions(out / "s", files / "s")
     (stage,) = (out / "s").glob("dedup-*")
     edges = read_edges(str(stage))
     roots = local_components((a, b) for a, b, _ in edges)
@@ -221,6 +225,19 @@ def test_components_that_need_more_rounds_run_again(handbook, tmp_path):
     kept = [d["id"] for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     assert kept == [f"windows.jsonl:{i}" for i in range(40) if roots.get((0, i), (0, i)) == (0, i)]
     assert (out / "mixture.json").exists()
+
+
+def assert_same_decisions(a: Path, b: Path) -> None:
+    """Two builds of one source made the same dedup decisions and kept the same bytes: every removal list, edge
+    file, ``components.json`` and part file of each stage folder is identical (reports may differ in figures)."""
+    names = ("removals/*.json", "edges/*.json", "components.json", "part-*.jsonl.zst")
+    stages = sorted(p.name for p in a.iterdir() if p.is_dir())
+    assert stages == sorted(p.name for p in b.iterdir() if p.is_dir())
+    for stage in stages:
+        for pattern in names:
+            left = {p.relative_to(a): p.read_bytes() for p in (a / stage).glob(pattern)}
+            right = {p.relative_to(b): p.read_bytes() for p in (b / stage).glob(pattern)}
+            assert left == right, (stage, pattern)
 
 
 def _reference_shingles(text: str, n: int = 5) -> np.ndarray:
@@ -317,3 +334,56 @@ def test_bucket_pairs_join_copies_without_quadratic_pairs(contents, cap):
     firsts = distinct * (distinct - 1) // 2 if distinct <= cap else 2 * distinct - 3
     assert len(pairs) == (len(members) - distinct) + max(0, firsts)
     assert len(set(pairs)) == len(pairs) and all(a < b for a, b in pairs)
+
+
+def test_dedup_against_an_earlier_build_removes_what_one_build_of_both_removes(tmp_path):
+    """A (one handbook file) is built; then B (the other file, plus copies of pages of both) is deduplicated
+    against A's stored index. B loses exactly the documents, for exactly the reasons, that one build of A then B
+    removes from B; its survivors in A are named by negative shard numbers, and A's text is not read again."""
+    data = tmp_path / "data"
+    data.mkdir()
+    a_file, b_file = HANDBOOK
+    for p in HANDBOOK:
+        (data / p.name).write_bytes(p.read_bytes())
+    a_docs, b_docs = list(read_records(str(a_file))), list(read_records(str(b_file)))
+    copies = [{"text": d["text"].upper()} for d in a_docs[:6] + b_docs[:4]]  # exact once normalized
+    copies += [{"text": d["text"] + " (mirror)"} for d in a_docs[10:14]]  # near copies
+    (data / "copies.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copies))
+
+    def build(name: str, paths: list[str], against: str = "") -> Path:
+        extra = f", against: [{against}]" if against else ""
+        mix = write_mixture(
+            tmp_path,
+            f"name: {name}\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
+            f"  s: {{weight: 1, format: jsonl, paths: {json.dumps(paths)},\n"
+            f"      dedup: {{exact: true, minhash: {{preset: fineweb}}{extra}}}}}\n",
+            f"{name}.yaml",
+        )
+        out = tmp_path / name
+        proc = run_build("--mixture", str(mix), "--output", str(out))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (stage,) = (out / "s").glob("dedup-*")
+        return stage
+
+    both = build("both", [a_file.name, b_file.name, "copies.jsonl"])
+    first = build("first", [a_file.name])
+    (data / a_file.name).unlink()  # the later build must not read A's text
+    later = build("later", [b_file.name, "copies.jsonl"], against=str(tmp_path / "first"))
+
+    def removals(stage: Path, shard: int) -> list:
+        url = stage / "removals" / f"part-{shard:05d}.json"
+        return json.loads(url.read_text()) if url.exists() else []
+
+    for shard in (0, 1):
+        together, alone = removals(both, shard + 1), removals(later, shard)
+        assert [(d, r) for d, r, _ in together] == [(d, r) for d, r, _ in alone]
+        # a survivor in A: shard 0 of the one build, shard -1 (the one earlier shard) of the later build
+        assert [k[0] == 0 for _, _, k in together] == [k[0] == -1 for _, _, k in alone]
+    assert removals(later, 1) and any(
+        r == "dedup/minhash" for _, r, _ in removals(later, 0) + removals(later, 1)
+    )
+    report = json.loads((later / "stage.json").read_text())["dedup"]
+    assert report["against"] == [{"stage": str(first), "shards": 1}]
+    kept_both = [d["id"] for p in sorted(both.glob("part-0000[12].jsonl.zst")) for d in read_records(str(p))]
+    kept_later = [d["id"] for p in sorted(later.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
+    assert kept_both == kept_later

@@ -76,14 +76,28 @@ def _config_of(field: str) -> Callable[[MixtureConfig, SourceConfig, str], dict[
     return config
 
 
+def _dedup_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any] | None:
+    """The dedup config, and with ``against`` the earlier dedup stages it resolves to (their folder names carry
+    their version hashes): a rebuilt earlier build makes this stage run again."""
+    if src.dedup is None:
+        return None
+    doc = src.dedup.to_dict()
+    if src.dedup.against:
+        from datapipe.dedup.store import earlier_shards
+
+        stages: dict[str, int] = {}
+        for stage_dir, _ in earlier_shards(src.dedup.against):
+            stages[stage_dir] = stages.get(stage_dir, 0) + 1
+        doc["against_stages"] = [[d.rstrip("/").rsplit("/", 1)[-1], n] for d, n in stages.items()]
+    return doc
+
+
 STAGES: tuple[StageKind, ...] = (
     StageKind("extract", lambda m, s, t: s.reader_config(), _extract),
     StageKind(
         "filter", _config_of("filters"), _document_stage("datapipe.filters.stage:FilterStage", "filters")
     ),
-    StageKind(
-        "dedup", _config_of("dedup"), _document_stage("datapipe.dedup.stage:DedupStage", "dedup"), DEDUP
-    ),
+    StageKind("dedup", _dedup_config, _document_stage("datapipe.dedup.stage:DedupStage", "dedup"), DEDUP),
     StageKind(
         "paragraphs",
         _config_of("paragraphs"),

@@ -151,7 +151,8 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
         mh = dict(mh)
         minhash = MinHashConfig.preset(mh.pop("preset", "fineweb"), **mh)
     if doc.get("exact", True) or minhash is not None:
-        out["dedup"] = DedupConfig(exact=doc.get("exact", True), minhash=minhash)
+        against = tuple(p if fs.has_protocol(p) else os.path.abspath(p) for p in doc.get("against", ()))
+        out["dedup"] = DedupConfig(exact=doc.get("exact", True), minhash=minhash, against=against)
     if "paragraphs" in doc:
         out["paragraphs"] = ParagraphConfig(**doc["paragraphs"])
     return out

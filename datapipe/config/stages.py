@@ -105,12 +105,14 @@ class MinHashConfig:
 class DedupConfig:
     exact: bool = True
     minhash: MinHashConfig | None = None
+    against: tuple[str, ...] = ()  # earlier builds' dedup indexes (folders, absolute), earliest first
 
     def to_dict(self) -> dict[str, Any]:
         mh = self.minhash
         return {
             "exact": self.exact,
             "minhash": None if mh is None else {k: getattr(mh, k) for k in mh.__dataclass_fields__},
+            **({"against": list(self.against)} if self.against else {}),
         }
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import xxhash
 
 from datapipe.config.stages import DedupConfig, ParagraphConfig
 from datapipe.dedup.minhash import MinHasher, Shingler
 from datapipe.dedup.normalize import normalize
-from datapipe.dedup.store import read_removals, read_shingle_ids, write_shingles
+from datapipe.dedup.store import earlier_shards, read_removals, read_shingle_ids, write_index, write_shingles
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
@@ -46,7 +47,7 @@ class DedupStage(TwoPhaseStage):
             self._hasher = MinHasher(self.config.minhash)
             self._shingler = Shingler(self.config.minhash.ngram)
 
-    def sign_shard(self, shard: Shard) -> tuple[list, list, int]:
+    def _sign(self, shard: Shard) -> tuple[list, list, int]:
         """Keys of one shard: ``(text hash, ref)`` for exact dedup, ``((band, key), (ref, content))`` for LSH (the
         content key, a hash of the shingle set, lets a bucket pair up copies linearly), doc count.
 
@@ -76,6 +77,28 @@ class DedupStage(TwoPhaseStage):
             write_shingles(self.out_dir, shard.index, sets, ids)
         return exact, bands, n
 
+    def sign_records(self, shard: Shard) -> tuple[np.ndarray, np.ndarray, int]:
+        """One shard's keys as the record arrays of the file shuffle (``datapipe.dedup.spill``), also kept in the
+        stage's ``index/`` for later builds (``dedup.against``); and its document count."""
+        from datapipe.dedup.spill import key_records
+
+        exact, bands, n = self._sign(shard)
+        keys, banded = key_records(exact, bands, shard.index)
+        write_index(self.out_dir, shard.index, keys, banded)
+        return keys, banded, n
+
+    def sign_shard(self, shard: Shard) -> tuple[list, list, int]:
+        """:meth:`sign_records` as the elements of Beam's ``GroupByKey`` path: ``(text hash, ref)`` and
+        ``((band, key), (ref, content))``."""
+        keys, banded, n = self.sign_records(shard)
+        exact = [
+            ((hi << 64) | lo, (s, d))
+            for hi, lo, s, d in zip(*(keys[f].tolist() for f in ("hi", "lo", "shard", "doc")), strict=True)
+        ]
+        columns = (banded[f].tolist() for f in ("band", "key", "shard", "doc", "content"))
+        bands = [((b, k), ((s, d), c)) for b, k, s, d, c in zip(*columns, strict=True)]
+        return exact, bands, n
+
     def begin_shard(self, shard: Shard) -> None:
         self._removals = {r[0]: r[1] for r in read_removals(self.out_dir, shard.index)}  # position -> reason
 
@@ -102,7 +125,15 @@ class DedupStage(TwoPhaseStage):
         for shard, doc in refs:
             wanted.setdefault(shard, set()).add(doc)
         found: dict[tuple[int, int], str] = {}
+        earlier = earlier_shards(self.config.against) if any(s < 0 for s in wanted) else ()
         for shard, docs in wanted.items():
+            if shard < 0:  # a document of an earlier build (dedup.against)
+                stage_dir, index = earlier[len(earlier) + shard]
+                named = read_shingle_ids(stage_dir, index) or []
+                found.update(
+                    ((shard, i), named[i] if i < len(named) else f"{stage_dir}#{index}:{i}") for i in docs
+                )
+                continue
             ids = read_shingle_ids(self.out_dir, shard)
             if ids is None:
                 ids = [doc["id"] for doc in read_records(self.upstream(by_index[shard]))]

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import io
 import json
+import struct
+import zipfile
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
+from datapipe.errors import InputError
 from datapipe.io import fs
 
 
@@ -45,28 +49,80 @@ def read_shingle_ids(stage_dir: str, shard_index: int) -> list[str] | None:
 
 
 class ShingleStore:
-    """Shingle sets by document reference, with the last ``cache_shards`` shards' arrays kept in memory."""
+    """Shingle sets by document reference, read a document at a time.
 
-    def __init__(self, stage_dir: str, cache_shards: int = 8) -> None:
+    ``np.savez`` stores its members uncompressed, so a shard's ``hashes`` array lies at a fixed offset in its file:
+    the store reads each shard's offsets once (8 bytes a document) and then only the bytes of the documents asked
+    for. Verification after a disk shuffle asks for documents of any shard in any order; loading whole shards
+    (the previous design, 8 kept) re-read a shard's file for nearly every pair once the corpus had more shards
+    than that. The last ``open_files`` shards keep their file open."""
+
+    def __init__(
+        self, stage_dir: str, open_files: int = 64, earlier: tuple[tuple[str, int], ...] = ()
+    ) -> None:
         self.stage_dir = stage_dir
-        self.cache_shards = cache_shards
-        self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.open_files = open_files
+        self.earlier = earlier  # shard k - K is shard earlier[k][1] of the stage folder earlier[k][0]
+        self._offsets: dict[int, tuple[np.ndarray, int]] = {}  # shard -> (offsets, byte offset of hashes)
+        self._files: OrderedDict[int, Any] = OrderedDict()
 
-    def _shard(self, shard: int) -> tuple[np.ndarray, np.ndarray]:
-        got = self._cache.get(shard)
-        if got is None:
-            with np.load(io.BytesIO(fs.read_bytes(shingles_url(self.stage_dir, shard)))) as z:
-                got = (z["hashes"], z["offsets"])
-            self._cache[shard] = got
-            if len(self._cache) > self.cache_shards:
-                self._cache.popitem(last=False)
+    def _file(self, shard: int) -> Any:
+        f = self._files.get(shard)
+        if f is None:
+            if shard < 0:
+                stage_dir, index = self.earlier[len(self.earlier) + shard]
+                url = shingles_url(stage_dir, index)
+            else:
+                url = shingles_url(self.stage_dir, shard)
+            f = fs.fsspec_open(url, "rb").open()
+            self._files[shard] = f
+            if len(self._files) > self.open_files:
+                self._files.popitem(last=False)[1].close()
         else:
-            self._cache.move_to_end(shard)
+            self._files.move_to_end(shard)
+        return f
+
+    def _index(self, shard: int) -> tuple[np.ndarray, int]:
+        got = self._offsets.get(shard)
+        if got is None:
+            f = self._file(shard)
+            with zipfile.ZipFile(f) as z:
+                with z.open("offsets.npy") as member:
+                    offsets = np.lib.format.read_array(member)
+                got = (offsets, _stored_array_start(f, z.getinfo("hashes.npy")))
+            self._offsets[shard] = got
         return got
 
     def get(self, ref: tuple[int, int]) -> np.ndarray:
-        hashes, offsets = self._shard(ref[0])
-        return hashes[offsets[ref[1]] : offsets[ref[1] + 1]]
+        offsets, start = self._index(ref[0])
+        lo, hi = int(offsets[ref[1]]), int(offsets[ref[1] + 1])
+        f = self._file(ref[0])
+        f.seek(start + 8 * lo)
+        return np.frombuffer(f.read(8 * (hi - lo)), dtype="<u8")
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+
+def _stored_array_start(f: Any, info: zipfile.ZipInfo) -> int:
+    """Where the data of an uncompressed ``.npy`` member begins in the zip file ``f``: past the member's local
+    header (whose name and extra fields may differ in length from the central directory's) and the npy header."""
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(f"{info.filename}: a compressed member cannot be read in place")
+    f.seek(info.header_offset)
+    local = f.read(30)
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    f.seek(info.header_offset + 30 + name_len + extra_len)
+    version = np.lib.format.read_magic(f)
+    read_header = (
+        np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    )
+    _, fortran, dtype = read_header(f)
+    if fortran or dtype != np.dtype("<u8"):
+        raise ValueError(f"{info.filename}: expected a C-ordered uint64 array, found {dtype}")
+    return int(f.tell())
 
 
 def removals_url(stage_dir: str, shard_index: int) -> str:
@@ -101,3 +157,55 @@ def read_edges(stage_dir: str) -> list[tuple]:
     for url in fs.glob(fs.join(stage_dir, "edges", "part-*.json")):
         out.extend((tuple(a), tuple(b), j) for a, b, j in json.loads(fs.read_text(url)))
     return out
+
+
+# ------------------------------------------------------------------------------- the index later builds read
+
+INDEX = (
+    "index"  # index/keys-SSSSS and index/bands-SSSSS: a shard's exact and band keys (datapipe.dedup.spill)
+)
+
+
+def index_url(stage_dir: str, kind: str, shard_index: int) -> str:
+    return fs.join(stage_dir, INDEX, f"{kind}-{shard_index:05d}")
+
+
+def write_index(stage_dir: str, shard_index: int, keys: np.ndarray, bands: np.ndarray) -> None:
+    """A shard's key records, kept with the stage so that a later build can deduplicate against them without
+    reading the text again (``dedup.against``); one partition each."""
+    from datapipe.io.partitioned import write_partitioned
+
+    for kind, records in (("keys", keys), ("bands", bands)):
+        write_partitioned(
+            index_url(stage_dir, kind, shard_index), records, np.zeros(len(records), np.int64), 1
+        )
+
+
+def index_stages(path: str) -> list[str]:
+    """The finished dedup stage folders with an index at ``path``: the folder itself, its ``dedup-*`` folders (a
+    source folder) or its ``*/dedup-*`` folders (a build output), sorted."""
+    for pattern in ("_SUCCESS", "dedup-*/_SUCCESS", "*/dedup-*/_SUCCESS"):
+        stages = [url.rsplit("/", 1)[0] for url in fs.glob(fs.join(path, pattern))]
+        found = sorted(s for s in stages if fs.glob(fs.join(s, INDEX, "keys-*")))
+        if found:
+            return found
+    return []
+
+
+def earlier_shards(paths: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """``(stage folder, shard index)`` of every indexed shard of the earlier builds ``paths``, in order: the
+    k-th of K is referred to as shard ``k - K`` (negative, so before every shard of this build)."""
+    out: list[tuple[str, int]] = []
+    for path in paths:
+        stages = index_stages(path)
+        if not stages:
+            raise InputError(
+                path,
+                "no finished dedup stage with a stored index here (a build writes one into "
+                "<output>/<source>/dedup-*/index/)",
+                field="dedup.against",
+            )
+        for stage in stages:
+            shards = sorted(int(u.rsplit("-", 1)[1]) for u in fs.glob(fs.join(stage, INDEX, "keys-*")))
+            out.extend((stage, s) for s in shards)
+    return tuple(out)

@@ -19,10 +19,28 @@ from pipelines.beam.quiet import PipelineOptions
 Chain = list[tuple[Stage, StagePlan, str | None]]
 
 
+# runners that keep a GroupByKey's data in the launching machine's memory
+IN_MEMORY_SHUFFLE = (
+    "DirectRunner",
+    "FnApiRunner",
+    "BundleBasedDirectRunner",
+    "SwitchingDirectRunner",
+    "PrismRunner",
+)
+
+
 class BeamEngine:
-    def __init__(self, beam_args: list[str]) -> None:
+    """``global_shuffle``: ``files`` runs the dedup and paragraph global phases through partitioned files
+    (``datapipe.dedup.spill``: memory bounded by a partition), ``beam`` through ``GroupByKey`` (a distributed
+    runner's shuffle service), ``auto`` picks files on the runners of ``IN_MEMORY_SHUFFLE``."""
+
+    def __init__(self, beam_args: list[str], global_shuffle: str = "auto") -> None:
         self.options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
         self.runner = str(self.options.get_all_options().get("runner") or "DirectRunner")
+        if global_shuffle not in ("auto", "files", "beam"):
+            raise DatapipeError(f"--global-shuffle {global_shuffle!r}: choose auto, files or beam")
+        runner = self.runner.rsplit(".", 1)[-1]
+        self.files = global_shuffle == "files" or (global_shuffle == "auto" and runner in IN_MEMORY_SHUFFLE)
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         from pipelines.beam.dedup import CC_ROUNDS, next_cc_rounds
@@ -68,4 +86,4 @@ class BeamEngine:
 
         labels = [(label(sp, st).strip(), st.out_dir, list(st.shards)) for sp, st in watched]
         with WaveProgress(labels, done):
-            run_chains([chain for _, chain in chains], self.options, rounds)
+            run_chains([chain for _, chain in chains], self.options, rounds, self.files)

@@ -22,10 +22,12 @@ from typing import Any
 
 from datapipe.build.plan import StagePlan
 from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
+from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
+from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.stage import Stage, TwoPhaseStage, finish_stage, run_shard
 from datapipe.stats import StageStats
-from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
+from pipelines.beam.dedup import CC_ROUNDS, SPILL_DIR, DedupGlobal, FileShuffleGlobal, ParagraphsGlobal
 from pipelines.beam.quality import QualityCutoff
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
@@ -85,11 +87,16 @@ def _after(done: beam.PCollection, shards: tuple[Shard, ...], label: str) -> bea
     return done | label >> beam.FlatMap(lambda _, s=shards: list(s))
 
 
-# the composite transform of each global phase the registry names (``datapipe.build.registry.PHASES``)
-GLOBAL_TRANSFORMS: dict[str, Callable[[Any, int], beam.PTransform]] = {
-    DEDUP: lambda stage, rounds: DedupGlobal(stage, rounds),
-    PARAGRAPHS: lambda stage, rounds: ParagraphsGlobal(stage),
-    QUALITY_CUTOFF: lambda stage, rounds: QualityCutoff(stage),
+# the composite transform of each global phase the registry names (``datapipe.build.registry.PHASES``), made from
+# (stage, its shards, component rounds, whether to shuffle through files): see ``BeamEngine`` for when it does
+GLOBAL_TRANSFORMS: dict[str, Callable[[Any, tuple[Shard, ...], int, bool], beam.PTransform]] = {
+    DEDUP: lambda stage, shards, rounds, files: (
+        FileShuffleGlobal(stage, shards, DEDUP_TASKS) if files else DedupGlobal(stage, rounds)
+    ),
+    PARAGRAPHS: lambda stage, shards, rounds, files: (
+        FileShuffleGlobal(stage, shards, LINE_TASKS) if files else ParagraphsGlobal(stage)
+    ),
+    QUALITY_CUTOFF: lambda stage, shards, rounds, files: QualityCutoff(stage),
 }
 
 
@@ -98,15 +105,27 @@ class RunStage(beam.PTransform):
     when it has one still to run, then its shards, then ``stage.json`` and ``_SUCCESS``. The output holds one
     element once ``_SUCCESS`` is written (none when the global phase must run again)."""
 
-    def __init__(self, stage: Stage, plan: StagePlan, phase: str | None, cc_rounds: int = CC_ROUNDS) -> None:
+    def __init__(
+        self,
+        stage: Stage,
+        plan: StagePlan,
+        phase: str | None,
+        cc_rounds: int = CC_ROUNDS,
+        files: bool = False,
+    ) -> None:
         super().__init__()
-        self.stage, self.plan, self.phase, self.cc_rounds = stage, plan, phase, cc_rounds
+        self.stage, self.plan, self.phase, self.cc_rounds, self.files = stage, plan, phase, cc_rounds, files
 
     def expand(self, shards):
         stage, plan = self.stage, self.plan
         if self.phase is not None and not (isinstance(stage, TwoPhaseStage) and stage.global_done()):
-            committed = shards | "Global" >> GLOBAL_TRANSFORMS[self.phase](stage, self.cc_rounds)
+            make = GLOBAL_TRANSFORMS[self.phase]
+            # dedup.against reads the earlier builds' stored keys: only the file shuffle does
+            files = self.files or bool(getattr(getattr(stage, "config", None), "against", ()))
+            committed = shards | "Global" >> make(stage, tuple(plan.shards), self.cc_rounds, files)
             shards = _after(committed, plan.shards, "Phase2/Shards")
+        elif self.phase is not None:
+            fs.remove(fs.join(stage.out_dir, SPILL_DIR))  # left by a run killed after its commit
         return (
             shards
             | "Spread" >> beam.Reshuffle()
@@ -120,9 +139,11 @@ class RunChain(beam.PTransform):
     """A source's stages in order on the pipeline's root, each stage's shard list emitted once the stage before it
     is done (the first one's from ``Create``); the output holds one element once the last stage is done."""
 
-    def __init__(self, chain: list[tuple[Stage, StagePlan, str | None]], rounds: dict[str, int]) -> None:
+    def __init__(
+        self, chain: list[tuple[Stage, StagePlan, str | None]], rounds: dict[str, int], files: bool = False
+    ) -> None:
         super().__init__()
-        self.chain, self.rounds = chain, rounds
+        self.chain, self.rounds, self.files = chain, rounds, files
 
     def expand(self, root):
         done = None
@@ -135,7 +156,7 @@ class RunChain(beam.PTransform):
                 else _after(done, plan.shards, f"{plan.stage}/Shards")
             )
             done = shards | plan.stage >> RunStage(
-                stage, plan, phase, self.rounds.get(plan.out_dir, CC_ROUNDS)
+                stage, plan, phase, self.rounds.get(plan.out_dir, CC_ROUNDS), self.files
             )
         return done
 
@@ -144,10 +165,11 @@ def run_chains(
     chains: list[list[tuple[Stage, StagePlan, str | None]]],
     options: PipelineOptions,
     cc_rounds: dict[str, int] | None = None,
+    files: bool = False,
 ) -> None:
     """Run every chain (a source's stages with their global phases, in order) in one pipeline, to completion
     (blocking). ``cc_rounds``: connected-component rounds per dedup stage folder, for one that needs more than the
-    default."""
+    default; ``files``: dedup and paragraph phases shuffle through files instead of ``GroupByKey``."""
     with pipeline(options) as p:
         for chain in chains:
-            _ = p | chain[0][1].source >> RunChain(chain, cc_rounds or {})
+            _ = p | chain[0][1].source >> RunChain(chain, cc_rounds or {}, files)

@@ -71,21 +71,22 @@ class Job:
 
 
 def phase_steps(phase: str) -> tuple[tuple[str, Any, str], ...]:
-    """The executors of the global phase the registry names ``phase``: (phase folder, step class, tasks: one per
-    shard, ``--buckets``, or one). datatrove is imported here, only when something runs."""
+    """The executors of the global phase the registry names ``phase``: (phase folder, step factory, tasks: one per
+    shard, ``--buckets``, or one). A step factory takes (stage, shards, scratch folder). datatrove is imported here,
+    only when something runs."""
+    from functools import partial
+
+    from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
     from pipelines.datatrove import steps
 
+    width = {"shards": "shards", "partitions": "buckets", "earlier": "buckets", "once": "one"}
+
+    def spilled(tasks: tuple) -> tuple[tuple[str, Any, str], ...]:
+        return tuple((task[0], partial(steps.SpillTask, task=task), width[task[2]]) for task in tasks)
+
     table = {
-        DEDUP: (
-            ("signatures", steps.DedupSignatures, "shards"),
-            ("buckets", steps.DedupBuckets, "buckets"),
-            ("clusters", steps.DedupClusters, "one"),
-        ),
-        PARAGRAPHS: (
-            ("lines", steps.LineKeys, "shards"),
-            ("line-buckets", steps.LineBuckets, "buckets"),
-            ("removals", steps.LineRemovals, "one"),
-        ),
+        DEDUP: spilled(DEDUP_TASKS),
+        PARAGRAPHS: spilled(LINE_TASKS),
         QUALITY_CUTOFF: (("keys", steps.QualityKeys, "shards"), ("cutoff", steps.QualityCutoff, "one")),
     }
     return table[phase]

@@ -8,11 +8,9 @@ counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<
 Global phases follow datatrove's file-based pattern; these steps only move data, and every decision is the function
 of ``datapipe.dedup.components`` / ``datapipe.quality.cutoff`` that the Beam engine calls too:
 
-* dedup: ``DedupSignatures`` (per shard: exact and band keys, shingle sets) -> ``DedupBuckets`` (task ``b`` of ``B``:
-  keys with ``key % B == b``; exact groups and verified LSH edges) -> ``DedupClusters`` (one task: union-find over
-  the edges, the roots it finds being the ones large/small-star finds under Beam; removal lists per shard).
-* paragraphs: ``LineKeys`` (per shard) -> ``LineBuckets`` (task ``b``: every occurrence of a line hash but the
-  first) -> ``LineRemovals`` (one task: the buckets' removals grouped per shard).
+* dedup and paragraphs: the file-shuffled tasks of ``datapipe.dedup.spill`` (keys per shard, then per partition:
+  buckets, verification, removal lists; components and the commit once), each row an executor of
+  :class:`SpillTask`, partitions spread over ``--buckets`` tasks.
 * quality cut-off (``keep_fraction``): ``QualityKeys`` (per shard: (score, tie-break) of every document) ->
   ``QualityCutoff`` (one task: the exact quantile over every shard's keys).
 
@@ -28,18 +26,13 @@ import numpy as np
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
-from datapipe.dedup import components
-from datapipe.dedup.graph import bucket_pairs, local_components
-from datapipe.dedup.minhash import jaccard
-from datapipe.dedup.store import ShingleStore, write_components, write_edges, write_removals
+from datapipe.dedup import spill
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.quality.cutoff import KEY, cutoff_report, keys_array
 from datapipe.stage import DocumentStage, Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
-
-_U64 = (1 << 64) - 1
 
 
 def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, ...]:
@@ -56,11 +49,6 @@ def _save(url: str, **arrays: np.ndarray) -> None:
 def _load(url: str) -> dict[str, np.ndarray]:
     with np.load(io.BytesIO(fs.read_bytes(url))) as z:
         return {k: z[k] for k in z.files}
-
-
-def _split128(values: list[int]) -> np.ndarray:
-    """128-bit hashes as (high, low) uint64 columns."""
-    return np.array([(v >> 64, v & _U64) for v in values], dtype=np.uint64).reshape(-1, 2)
 
 
 class _Step(PipelineStep):
@@ -138,175 +126,34 @@ class FinishStage(_Step):
         self.count(finish_stage(self.stage, list(self.shards), stats, self.record))
 
 
-# ------------------------------------------------------------------------------------------- document dedup
+# ------------------------------------------------------------------------------- dedup and paragraph phases
 
 
-class DedupSignatures(_ShardStep):
-    """Per shard: ``(text hash, ref)`` and ``(band, key, ref)`` arrays, and the shingle sets for verification."""
+class SpillTask(_Step):
+    """One row of a file-shuffled global phase (``datapipe.dedup.spill.DEDUP_TASKS`` / ``LINE_TASKS``): task
+    ``r`` of ``T`` runs the row's function on shards ``r, r+T, ...``, on partitions ``r, r+T, ...``, or once."""
 
-    def shard(self, shard: Shard) -> None:
-        exact, bands, n = self.stage.sign_shard(shard)
-        self.stat_update("documents", value=n)
-        _save(
-            fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"),
-            exact_hash=_split128([h for h, _ in exact]),
-            exact_ref=np.array([r for _, r in exact], dtype=np.int64).reshape(-1, 2),
-            band=np.array([[b, k] for (b, k), _ in bands], dtype=np.uint64).reshape(-1, 2),
-            band_ref=np.array([r for _, (r, _) in bands], dtype=np.int64).reshape(-1, 2),
-            band_content=np.array([c for _, (_, c) in bands], dtype=np.int64),
-        )
-
-
-class DedupBuckets(_Step):
-    """Task ``b`` of ``B``: exact groups and LSH buckets whose key falls to it; candidate pairs verified."""
+    def __init__(
+        self, stage: Any, shards: tuple[Shard, ...], scratch: str, task: tuple[str, Any, str]
+    ) -> None:
+        super().__init__(stage, shards, scratch)
+        self.name = f"{stage.source}/{stage.name} {task[0]}"
+        self.task = task
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if data:
             yield from data
-        exact: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        buckets: dict[tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
-        for shard in self.shards:
-            z = _load(fs.join(self.scratch, "signatures", f"{shard.index:05d}.npz"))
-            for (hi, lo), ref in zip(z["exact_hash"].tolist(), z["exact_ref"].tolist(), strict=True):
-                if lo % world_size == rank:
-                    exact.setdefault((hi, lo), []).append(tuple(ref))
-            banded = zip(z["band"].tolist(), z["band_ref"].tolist(), z["band_content"].tolist(), strict=True)
-            for (band, key), ref, content in banded:
-                if key % world_size == rank:
-                    buckets.setdefault((band, key), []).append((tuple(ref), content))
-        removals: list[tuple[int, ...]] = []
-        for refs in exact.values():
-            removals.extend((shard, doc, *keep) for shard, (doc, _, keep) in components.exact_removals(refs))
-        mh = self.stage.config.minhash
-        edges: list[tuple[int, int, int, int, float]] = []
-        if mh is not None:
-            pairs: set[tuple[tuple[int, int], tuple[int, int]]] = set()
-            held = 0
-            for bucket in buckets.values():
-                held = max(held, len(set(bucket)))
-                pairs.update(bucket_pairs(bucket, mh.max_bucket_pairs))
-            self.stat_update("largest_bucket", value=held)
-            store = ShingleStore(self.stage.out_dir) if mh.verify else None
-            for a, b in sorted(pairs):  # unverified (verify off): every candidate is an edge, weight -1
-                weight = (
-                    -1.0
-                    if store is None
-                    else components.edge_weight(jaccard(store.get(a), store.get(b)), mh.threshold)
-                )
-                if weight is not None:
-                    self.stat_update("pairs_verified")
-                    edges.append((*a, *b, weight))
-                else:
-                    self.stat_update("pairs_rejected")
-        _save(
-            fs.join(self.scratch, "buckets", f"{rank:05d}.npz"),
-            exact=np.array(removals, dtype=np.int64).reshape(-1, 4),
-            edges=np.array([e[:4] for e in edges], dtype=np.int64).reshape(-1, 4),
-            jaccard=np.array([e[4] for e in edges], dtype=np.float64),
-        )
-
-
-class DedupClusters(_Step):
-    """One task: components over every bucket's edges; removal lists, ``components.json``, ``global.json``."""
-
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        stage = self.stage
-        edges: dict[tuple, float | None] = {}
-        decisions: dict[int, list[tuple]] = {}
-        for url in fs.glob(fs.join(self.scratch, "buckets", "*.npz")):
-            z = _load(url)
-            for s, d, ks, kd in z["exact"].tolist():
-                decisions.setdefault(s, []).append((d, "dedup/exact", (ks, kd)))
-            for (sa, da, sb, db), j in zip(z["edges"].tolist(), z["jaccard"].tolist(), strict=True):
-                edges[((sa, da), (sb, db))] = None if j < 0 else j
-        roots = local_components(edges)
-        members: dict[tuple, list[tuple]] = {}
-        for node, root in roots.items():
-            members.setdefault(root, []).append(node)
-            if node != root:
-                shard, decision = components.minhash_removal(node, root)
-                decisions.setdefault(shard, []).append(decision)
-        removed = 0
-        for s, items in sorted(decisions.items()):
-            merged = [
-                (d, reason, list(survivor)) for d, reason, survivor in components.merge_decisions(items)
-            ]
-            removed += len(merged)
-            write_removals(stage.out_dir, s, merged)
-        tally = components.ComponentTally()
-        if stage.config.minhash is not None:
-            if stage.config.minhash.keep_edges:
-                blocks: dict[tuple[int, int], list] = {}
-                for (a, b), j in edges.items():
-                    blocks.setdefault(components.edge_block(a, b), []).append((a, b, j))
-                for (shard, block), items in blocks.items():
-                    write_edges(stage.out_dir, shard, block, items)
-            for m in members.values():
-                tally.add(components.component_entry(m))
-            write_components(stage.out_dir, tally.to_dict())
-        doc = tally.to_dict()
-        held = max((len(m) for m in members.values()), default=0)
-        report = components.component_report(doc["histogram"], doc["largest"], held, {})
-        report["counters"] = {"removed": removed}
-        report["engine"] = "datatrove"
-        stage.write_global_report(report)
-
-
-# -------------------------------------------------------------------------------------------- paragraph dedup
-
-
-class LineKeys(_ShardStep):
-    """Per shard: ``(hash of the normalized line, ref)`` for every line with text."""
-
-    def shard(self, shard: Shard) -> None:
-        keys, n = self.stage.line_keys(shard)
-        self.stat_update("documents", value=n)
-        self.stat_update("lines", value=len(keys))
-        _save(
-            fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"),
-            hash=_split128([h for h, _ in keys]),
-            ref=np.array([r for _, r in keys], dtype=np.int64).reshape(-1, 3),
-        )
-
-
-class LineBuckets(_Step):
-    """Task ``b``: of each line hash falling to it, every occurrence but the first is removed."""
-
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        seen: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        for shard in self.shards:
-            z = _load(fs.join(self.scratch, "lines", f"{shard.index:05d}.npz"))
-            for (hi, lo), ref in zip(z["hash"].tolist(), z["ref"].tolist(), strict=True):
-                if lo % world_size == rank:
-                    seen.setdefault((hi, lo), []).append(tuple(ref))
-        out = [(s, *decision) for refs in seen.values() for s, decision in components.line_removals(refs)]
-        self.stat_update("lines_removed", value=len(out))
-        _save(
-            fs.join(self.scratch, "line-buckets", f"{rank:05d}.npz"),
-            removed=np.array(sorted(out), dtype=np.int64).reshape(-1, 3),
-        )
-
-
-class LineRemovals(_Step):
-    """One task: every bucket's removed lines, written as one removal list per shard."""
-
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        by_shard: dict[int, list[tuple[int, int]]] = {}
-        for url in fs.glob(fs.join(self.scratch, "line-buckets", "*.npz")):
-            for s, d, line in _load(url)["removed"].tolist():
-                by_shard.setdefault(s, []).append((d, line))
-        for s, items in sorted(by_shard.items()):
-            write_removals(self.stage.out_dir, s, items)
-        report = components.component_report({}, [], 0, {})
-        report["counters"] = {"lines_removed": sum(len(v) for v in by_shard.values())}
-        report["engine"] = "datatrove"
-        self.stage.write_global_report(report)
+        _, fn, over = self.task
+        plan = spill.Spill.of(self.scratch, self.shards, self.stage)
+        items: Any = {
+            "shards": mine(self.shards, rank, world_size),
+            "partitions": range(plan.parts)[rank::world_size],
+            "earlier": range(len(plan.earlier))[rank::world_size],
+            "once": (None,) if rank == 0 else (),
+        }[over]
+        for item in items:
+            with self.track_time():
+                fn(self.stage, plan, item)
 
 
 # ------------------------------------------------------------------------------------------- quality cut-off
