@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -100,7 +101,45 @@ def test_rerun_skips_every_stage_and_changes_nothing(built_small, small_mixture)
     assert proc.stdout.count("skipped (cached)") == 9 and " ran in " not in proc.stdout
     assert tree_digest(out) == before
     dry = run_build("--mixture", str(small_mixture), "--output", str(out), "--dry-run")
-    assert dry.stdout.count("cached") == 9 and "would run" not in dry.stdout
+    lines = dry.stdout.splitlines()
+    assert (
+        sum("cached" in line and "shard(s)" in line for line in lines) == 9 and "would run" not in dry.stdout
+    )
+    assert (
+        sum(line.rstrip().endswith("cached") for line in lines) == 9
+    )  # the resource plan: nothing left to do
+
+
+def test_dry_run_plans_documents_time_memory_and_disk(built_small, small_mixture, tmp_path):
+    """The resource plan's document counts, sampled from the inputs, against what the build counted."""
+    out, _ = built_small
+    dry = run_build("--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    rows = {}
+    for line in dry.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[0] in ("web", "code", "prose") and parts[2].replace(",", "").isdigit():
+            rows[(parts[0], parts[1])] = [float(p.replace(",", "")) for p in parts[2:8]]
+    for source in ("web", "code", "prose"):
+        truth = json.loads((_stage_dir(out, source, "extract") / "stage.json").read_text())["counts"][
+            "docs_in"
+        ]
+        docs, _, seconds, rss, disk, _ = rows[(source, "extract")]
+        assert 0.75 * truth <= docs <= 1.25 * truth, (source, docs, truth)
+        assert seconds >= 0 and rss > 100 and disk >= 0
+    assert rows[("prose", "dedup")][5] > 0  # the dedup keys it will shuffle
+    assert re.search(r"total: ~\d+ s, peak ~\d+ MiB a worker, ~[1-9][\d,]* MiB written to", dry.stdout)
+
+
+def test_resource_warnings_name_the_flag_that_makes_the_run_fit():
+    from datapipe.build.estimate import StageEstimate, resource_warnings
+
+    big = [StageEstimate("web", "dedup", False, 10**9, 1e6, 1e5, 3000.0, 1e6, shuffle_mb=6e5)]
+    (workers, shuffle) = resource_warnings(big, 8, True, 16_000)
+    assert "use --direct_num_workers=4" in workers and "--workers 4" in workers
+    assert "use --global-shuffle files" in shuffle
+    assert resource_warnings(big, 2, False, 16_000) == []
+    assert resource_warnings([StageEstimate("web", "dedup", True, 10**9, 0, 0, 0, 0)], 64, True, 100) == []
 
 
 def test_interrupted_stage_resumes_to_the_same_bytes(built_small, small_mixture, tmp_path):

@@ -42,6 +42,8 @@ class Engine(Protocol):
     calling ``report_stage(source plan, stage plan, seconds)`` as each one finishes."""
 
     runner: str  # recorded in experiment.json
+    workers: int  # tasks that run at once on this machine (the dry run's resource plan divides by it)
+    in_memory_shuffle: bool  # whether the dedup phases would hold their keys in this process's memory
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None: ...
 
@@ -79,7 +81,13 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
         plans = plan_mixture(mixture, sources, files, tokenizer.identity.sha256)
         if request.dry_run:
+            from datapipe.build.estimate import format_plan, plan_resources
+
             print_plan(plans, mixture.output)
+            estimates, warnings = plan_resources(plans, files, engine.workers, engine.in_memory_shuffle)
+            print(format_plan(estimates, engine.workers, mixture.output))
+            for line in warnings:
+                print(line)
             return 0
         return build(
             mixture, sources, plans, tokenizer.identity, engine, request.train_tokens or mixture.train_tokens

@@ -54,6 +54,7 @@ from datapipe.io.partitioned import gather, read_all, write_partitioned
 from datapipe.io.shards import Shard
 
 MAX_PARTS = 4096  # partitions: one per input shard up to this many
+CHUNK = 100_000  # records decided per batch where a step walks a whole phase's output
 
 KEY = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("shard", "<i8"), ("doc", "<i8")])
 BAND = np.dtype([("band", "<u8"), ("key", "<u8"), ("shard", "<i8"), ("doc", "<i8"), ("content", "<i8")])
@@ -271,6 +272,11 @@ def verify(stage: Any, spill: Spill, q: int) -> None:
     spill.figures(f"verify-{q:05d}", figures)
 
 
+def _ref(x: int) -> components.Ref:
+    """A reference from its one-integer form ``shard << 32 | doc`` (shard may be negative: an earlier build)."""
+    return x >> 32, x & 0xFFFFFFFF
+
+
 def find_components(stage: Any, spill: Spill, _: None = None) -> None:
     """One task: every verified edge -> connected components; each non-root member's removal (for the write
     tasks), ``components.json`` and, with ``keep_edges``, the edge files."""
@@ -291,18 +297,25 @@ def find_components(stage: Any, spill: Spill, _: None = None) -> None:
     roots = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(roots, labels, nodes)
     root_of = roots[labels]
-    members = (nodes != root_of) & (nodes >= 0)  # an earlier build's documents are not ours to remove
-    items = [
-        components.minhash_removal((int(x) >> 32, int(x) & 0xFFFFFFFF), (int(r) >> 32, int(r) & 0xFFFFFFFF))
-        for x, r in zip(nodes[members].tolist(), root_of[members].tolist(), strict=True)
-    ]
-    removals = _removal_records(items)
+    members = np.flatnonzero((nodes != root_of) & (nodes >= 0))  # an earlier build's documents are not ours
+    removals = np.zeros(len(members), dtype=REMOVAL)
+    for start in range(0, len(members), CHUNK):  # decided one at a time, held as records, not Python objects
+        rows = members[start : start + CHUNK]
+        removals[start : start + len(rows)] = _removal_records(
+            [
+                components.minhash_removal(_ref(x), _ref(r))
+                for x, r in zip(nodes[rows].tolist(), root_of[rows].tolist(), strict=True)
+            ]
+        )
     written = _write(spill, "minhash", 0, removals, removals["shard"] % spill.parts)
+    del removals, members, root_of
     tally = components.ComponentTally()
     order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    for group in np.split(nodes[order], bounds) if n else ():
-        tally.add(components.component_entry((int(x) >> 32, int(x) & 0xFFFFFFFF) for x in group.tolist()))
+    bounds = np.append(np.flatnonzero(np.diff(labels[order])) + 1, n) if n else np.zeros(0, dtype=np.int64)
+    start = 0
+    for end in bounds.tolist():  # one component at a time: the tally keeps the largest few
+        tally.add(components.component_entry(_ref(x) for x in nodes[order[start:end]].tolist()))
+        start = end
     write_components(stage.out_dir, tally.to_dict())
     if stage.config.minhash.keep_edges:
         blocks: dict[tuple[int, int], list] = {}

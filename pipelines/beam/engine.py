@@ -41,6 +41,12 @@ class BeamEngine:
             raise DatapipeError(f"--global-shuffle {global_shuffle!r}: choose auto, files or beam")
         runner = self.runner.rsplit(".", 1)[-1]
         self.files = global_shuffle == "files" or (global_shuffle == "auto" and runner in IN_MEMORY_SHUFFLE)
+        self.in_memory_shuffle = runner in IN_MEMORY_SHUFFLE and not self.files
+        opts = self.options.get_all_options()
+        local = opts.get("direct_running_mode") in ("multi_processing", "multi_threading")
+        self.workers = (
+            int(opts.get("direct_num_workers") or 1) if local else int(opts.get("num_workers") or 1)
+        )
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         from pipelines.beam.dedup import CC_ROUNDS, next_cc_rounds

@@ -161,9 +161,12 @@ class DatatroveEngine:
     """``--engine datatrove`` (``datapipe.build.run.Engine``): the same stages on datatrove's local or Slurm
     executor."""
 
+    in_memory_shuffle = False  # the global phases shuffle through files
+
     def __init__(self, opts: DatatroveOptions) -> None:
         self.opts = opts
         self.runner = f"datatrove-{opts.executor}"
+        self.workers = opts.workers or (os.cpu_count() or 1) if opts.executor == "local" else opts.tasks or 1
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         run_datatrove(mixture, plans, self.opts, report_stage)

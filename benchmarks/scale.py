@@ -1,0 +1,380 @@
+"""Scale: whole builds from 10^4 pages up, the dedup global phase from 10^5 documents up; memory and cost per document.
+
+Two series, each size run as its own process tree under ``e2e.py``'s wrapper (peak RSS of every process it reaps,
+wall and CPU seconds):
+
+* **build**: ``scale_corpus.py`` crawls (real Debian documentation paragraphs recombined into pages, with planted
+  exact and near copies and their ground truth) through ``python -m pipelines.build_mixture`` on the DirectRunner
+  with 2 worker processes, the recipe of ``e2e.py`` (resiliparse, lid.176 en >= 0.65, refinedweb filters, exact +
+  MinHash ``fineweb`` dedup, the bundled ``fixture_quality`` classifier, GPT-2). Per stage: documents in, seconds,
+  ms per document, the largest process while it ran. ``dedup recall``: of the planted copies that reached the dedup
+  stage together with their original, the share it removed.
+* **dedup**: the dedup global phase alone on ``planted.py`` keys (10^4 documents a shard; 30% planted copies), on
+  both engines with 2 workers: Beam's DirectRunner (``FileShuffleGlobal``) and datatrove's local executor
+  (``SpillTask`` rows), then the removal lists checked against the planted truth.
+
+Scaling: per series, stage and engine, the time per document at each size over that at the smallest size
+(``growth``; fixed start-up costs make the smallest size the dearest per document) and, from three sizes on, the
+marginal cost per document between the two largest sizes over that between the two smallest (``marginal``).
+``worst_scaling`` is the largest of them all. The incremental check (``incremental.py``) builds A, then B deduped
+against A's stored index, and compares B's removals with those of A+B built together.
+
+Defaults (about 10 minutes on 2 cores): build 10^4 and 3x10^4 pages, dedup 10^5, 3x10^5 and 10^6 documents.
+``--full``: build 10^4, 10^5 and 10^6 pages, dedup 10^5, 10^6 and 10^7 documents (hours; ~40 GB of disk).
+
+    .venv/bin/python benchmarks/scale.py [--full] [--work DIR] [--build-sizes 10000,30000] [--dedup-sizes ...]
+
+Last line: ``bench: scale pages_max=N build_rss_mb=X dedup_docs_max=M dedup_rss_mb=Y worst_scaling=Z
+dedup_recall=R incremental_equal=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+import e2e  # noqa: E402
+import scale_corpus  # noqa: E402
+
+MIB = 1 << 20
+WORKERS = 2
+STAGES = e2e.STAGES
+DEFAULT_BUILD = (10_000, 30_000)
+DEFAULT_DEDUP = (100_000, 300_000, 1_000_000)
+FULL_BUILD = (10_000, 100_000, 1_000_000)
+FULL_DEDUP = (100_000, 1_000_000, 10_000_000)
+ENGINES = ("beam", "datatrove")
+
+
+def refuse_small_machine(full: bool) -> None:
+    """This benchmark was designed for 2 cores, 8 GiB and (``--full``) 60 GiB of free disk."""
+    cores = os.cpu_count() or 1
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if cores < WORKERS or mem < 8 << 30:
+        raise SystemExit(
+            f"scale: needs >= {WORKERS} cores and 8 GiB (this machine: {cores}, {mem / 2**30:.1f} GiB)"
+        )
+
+
+def _env() -> dict[str, str]:
+    env = e2e.child_env(Path(tempfile.gettempdir()))
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+# ------------------------------------------------------------------------------------------------ build series
+
+
+def build_recall(corpus: Path, out: Path) -> dict[str, int]:
+    """Planted copies that reached dedup with their original, and how many of them dedup removed."""
+    before, after = e2e.kept_ours(out, "filter"), e2e.kept_ours(out, "dedup")
+    both = removed = 0
+    for line in (corpus / "truth.jsonl").read_text().splitlines():
+        t = json.loads(line)
+        if t["url"] in before and t["of"] in before:
+            both += 1
+            removed += t["url"] not in after
+    return {"copies": both, "found": removed}
+
+
+PLAN_LINE = re.compile(r"^\s+web\s+(\w+)\s+([\d,]+)\s+([\d,.]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,.]+)")
+TOTAL_LINE = re.compile(r"^\s+total: ~([\d,]+) s, peak ~([\d,]+) MiB")
+
+
+def dry_run(corpus: Path, work: Path, tag: str, model: str) -> dict:
+    """The build's ``--dry-run`` resource plan: per stage (docs in, estimated seconds, MiB a worker), and total."""
+    from pipelines.build_mixture import command
+
+    mixture = work / f"mixture-{tag}.yaml"
+    e2e.write_mixture(mixture, corpus, model, 0.5, 5.0)
+    extra = ("--dry-run", "--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}")
+    proc = subprocess.run(
+        command(str(mixture), str(work / f"out-{tag}"), *extra),
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"scale: the dry run failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    out: dict = {"stages": {}}
+    for line in proc.stdout.splitlines():
+        if m := PLAN_LINE.match(line):
+            out["stages"][m.group(1)] = {
+                "docs": int(m.group(2).replace(",", "")),
+                "s": float(m.group(4).replace(",", "")),
+                "rss_mb": float(m.group(5).replace(",", "")),
+            }
+        elif m := TOTAL_LINE.match(line):
+            out["s"], out["rss_mb"] = float(m.group(1).replace(",", "")), float(m.group(2).replace(",", ""))
+    if "s" not in out:
+        raise SystemExit(f"scale: no resource plan in the dry run's output:\n{proc.stdout[-2000:]}")
+    return out
+
+
+def print_estimates(runs: dict[int, dict]) -> float:
+    """The dry run's estimate against the measured build, per stage and size; returns the worst ratio (>= 1)."""
+    print()
+    print(
+        "dry-run estimate vs measured (seconds, MiB of the largest process; ratio = the larger over the smaller)"
+    )
+    print(
+        f"{'size':>10} {'stage':<10} {'est s':>7} {'real s':>7} {'ratio':>6} {'est MiB':>8} {'real MiB':>9} {'ratio':>6}"
+    )
+    worst = 1.0
+
+    def ratio(a: float, b: float) -> float:
+        return max(a, b) / max(min(a, b), 1e-9)
+
+    for n, run in sorted(runs.items()):
+        est = run["estimate"]
+        rows = [
+            (
+                st,
+                est["stages"][st]["s"],
+                run["stages"][st]["s"],
+                est["stages"][st]["rss_mb"],
+                run["stages"][st]["rss"] / MIB,
+            )
+            for st in STAGES
+            if st in est["stages"]
+        ]
+        rows.append(("overall", est["s"], run["wall"], est["rss_mb"], run["maxrss"] / MIB))
+        for st, es, rs, em, rm in rows:
+            rt, rmem = ratio(max(es, 0.5), rs), ratio(em, rm)
+            if (
+                st == "overall" or rs >= 10
+            ):  # stages shorter than 10 s are mostly start-up: only the total counts
+                worst = max(worst, rt, rmem)
+            print(
+                f"{n:>10,} {st:<10} {es:>7,.0f} {rs:>7,.0f} {rt:>6.2f} {em:>8,.0f} {rm:>9,.0f} {rmem:>6.2f}"
+            )
+    print(f"worst ratio {worst:.2f} ({'within' if worst <= 2 else 'NOT within'} 2x)")
+    return worst
+
+
+def build_series(work: Path, sizes: tuple[int, ...]) -> dict[int, dict]:
+    model = e2e.train_classifier(work)
+    warm = scale_corpus.build(work / "corpus-warmup", 1000)
+    t0 = time.perf_counter()
+    e2e.run_datapipe(work / "corpus-warmup", work, "warmup", model, 0.5, 5.0)  # numba caches, untimed
+    print(f"warm-up build ({warm['pages']:,} pages, untimed): {time.perf_counter() - t0:.0f} s", flush=True)
+    runs = {}
+    for n in sizes:
+        corpus = work / f"corpus-{n}"
+        t0 = time.perf_counter()
+        meta = scale_corpus.build(corpus, n, workers=WORKERS)
+        print(
+            f"corpus {n:,} pages: {meta['shards']} shards, {meta['bytes'] / MIB:,.0f} MiB, copies {meta['copies']}"
+            f" ({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+        os.sync()
+        estimate = dry_run(corpus, work, f"build-{n}", model)
+        run = e2e.run_datapipe(corpus, work, f"build-{n}", model, 0.5, 5.0)
+        run["estimate"] = estimate
+        run["recall"] = build_recall(corpus, run["out"])
+        print(
+            f"build {n:,} pages: {run['wall']:.0f} s, largest process {run['maxrss'] / MIB:,.0f} MiB, dedup found"
+            f" {run['recall']['found']:,} of {run['recall']['copies']:,} planted copies",
+            flush=True,
+        )
+        shutil.rmtree(run["out"], ignore_errors=True)
+        if n != max(sizes):
+            shutil.rmtree(corpus, ignore_errors=True)
+        runs[n] = run
+    return runs
+
+
+# ------------------------------------------------------------------------------------------------ dedup series
+
+
+def dedup_child(engine: str, docs: int, work: str) -> None:
+    """``scale.py _dedup ENGINE DOCS WORK``: the dedup global phase on planted keys, on one engine."""
+    import planted
+
+    from datapipe.build.registry import DEDUP
+    from datapipe.dedup.spill import DEDUP_TASKS
+
+    stage = planted.make_stage(os.path.join(work, "stage"), docs)
+    shards = stage.shards()
+    scratch = os.path.join(work, "scratch")
+    if engine == "beam":
+        from pipelines.beam.dedup import FileShuffleGlobal
+        from pipelines.beam.quiet import PipelineOptions, beam
+        from pipelines.beam.runner import pipeline
+
+        opts = PipelineOptions(["--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"])
+        with pipeline(opts) as p:
+            _ = p | beam.Create(list(shards)) | FileShuffleGlobal(stage, shards, DEDUP_TASKS)
+    else:
+        from datatrove.executor import LocalPipelineExecutor
+
+        from pipelines.datatrove.engine import phase_steps
+
+        width = {"shards": len(shards), "buckets": 4, "one": 1}
+        for folder, factory, w in phase_steps(DEDUP):
+            LocalPipelineExecutor(
+                pipeline=[factory(stage, shards, scratch)],
+                tasks=width[w],
+                workers=min(WORKERS, width[w]),
+                logging_dir=os.path.join(work, "logs", folder),
+            ).run()
+    if not stage.global_done():
+        raise SystemExit(f"scale: the {engine} dedup phase ended without _GLOBAL_SUCCESS")
+
+
+def dedup_series(work: Path, sizes: tuple[int, ...], engines: tuple[str, ...]) -> dict[str, dict[int, dict]]:
+    import planted
+
+    out: dict[str, dict[int, dict]] = {}
+    for engine in engines:
+        for n in sizes:
+            folder = work / f"dedup-{engine}-{n}"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            cmd = [sys.executable, str(Path(__file__).resolve()), "_dedup", engine, str(n), str(folder)]
+            res = e2e.run_wrapped(cmd, work, f"dedup-{engine}-{n}", r"^$", _env())
+            stage = planted.make_stage(str(folder / "stage"), n)
+            res["truth"] = planted.check(stage)
+            res["report"] = stage.read_global_report()
+            t = res["truth"]
+            print(
+                f"dedup {engine} {n:,} documents: {res['wall']:.0f} s, largest process {res['maxrss'] / MIB:,.0f}"
+                f" MiB, removed {t['found']:,} of {t['copies']:,} planted copies, {t['false']} unique",
+                flush=True,
+            )
+            out.setdefault(engine, {})[n] = res
+            shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ report
+
+
+def scaling(times: dict[int, float]) -> tuple[float, float | None]:
+    """(growth: time per document at the largest size over the smallest's; marginal: the cost per document between
+    the two largest sizes over that between the two smallest, from three sizes on)."""
+    sizes = sorted(times)
+    lo, hi = sizes[0], sizes[-1]
+    growth = (times[hi] / hi) / (times[lo] / lo) if times[lo] else 0.0
+    if len(sizes) < 3:
+        return growth, None
+    first = (times[sizes[1]] - times[sizes[0]]) / (sizes[1] - sizes[0])
+    last = (times[sizes[-1]] - times[sizes[-2]]) / (sizes[-1] - sizes[-2])
+    return growth, (last / first if first > 0 else None)
+
+
+def print_build(runs: dict[int, dict]) -> float:
+    sizes = sorted(runs)
+    print()
+    print(f"whole build, DirectRunner with {WORKERS} workers (ms/doc: stage seconds per page of the crawl)")
+    head = f"{'stage':<15}" + "".join(f" {f'{n:,} in':>11} {'ms/doc':>7} {'MiB':>6}" for n in sizes)
+    head += f" {'growth':>6} {'marginal':>8}"
+    print(head)
+    print("-" * len(head))
+    worst = 0.0
+    for st in (*STAGES, "overall"):
+        row, times = f"{e2e.LABEL.get(st, st):<15}", {}
+        for n in sizes:
+            r = runs[n]
+            if st == "overall":
+                secs, docs_in, rss = r["wall"], r["docs"], r["maxrss"]
+            else:
+                secs, docs_in, rss = r["stages"][st]["s"], r["stages"][st]["in"], r["stages"][st]["rss"]
+            times[n] = secs
+            row += f" {docs_in:>11,} {secs / n * 1000:>7.2f} {rss / MIB:>6,.0f}"
+        growth, marginal = scaling(times)
+        worst = max(worst, growth, marginal or 0.0)
+        print(row + f" {growth:>6.2f} {'-' if marginal is None else f'{marginal:.2f}':>8}")
+    return worst
+
+
+def print_dedup(series: dict[str, dict[int, dict]]) -> float:
+    print()
+    print(f"dedup global phase on planted keys ({WORKERS} workers; 14 bands x 8 rows, verify off)")
+    worst = 0.0
+    for engine, runs in series.items():
+        sizes = sorted(runs)
+        for n in sizes:
+            r, t = runs[n], runs[n]["truth"]
+            print(
+                f"  {engine:<10} {n:>12,} docs {r['wall']:>8.1f} s {r['wall'] / n * 1e6:>8.1f} us/doc "
+                f"{r['cpu'] / n * 1e6:>8.1f} CPU us/doc {r['maxrss'] / MIB:>7,.0f} MiB  recall "
+                f"{t['found'] / max(1, t['copies']):.4f}  false {t['false']}  partitions {r['report']['partitions']}"
+            )
+        growth, marginal = scaling({n: runs[n]["wall"] for n in sizes})
+        worst = max(worst, growth, marginal or 0.0)
+        print(
+            f"  {engine:<10} growth {growth:.2f}, marginal {'-' if marginal is None else f'{marginal:.2f}'}"
+        )
+    return worst
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--full", action="store_true", help="10^6 pages and 10^7 dedup documents (hours)")
+    ap.add_argument("--work", help="working folder (kept); default a temporary one, removed at the end")
+    ap.add_argument("--build-sizes", help="comma-separated page counts (default 10000,30000)")
+    ap.add_argument("--dedup-sizes", help="comma-separated document counts (default 100000,300000,1000000)")
+    ap.add_argument(
+        "--engines", default=",".join(ENGINES), help="dedup series engines (default beam,datatrove)"
+    )
+    args = ap.parse_args()
+    refuse_small_machine(args.full)
+
+    def sizes(flag: str | None, default: tuple[int, ...], full: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted({int(x) for x in flag.split(",")})) if flag else full if args.full else default
+
+    build_sizes = sizes(args.build_sizes, DEFAULT_BUILD, FULL_BUILD)
+    dedup_sizes = sizes(args.dedup_sizes, DEFAULT_DEDUP, FULL_DEDUP)
+    engines = tuple(e for e in args.engines.split(",") if e)
+    tmp = None if args.work else tempfile.mkdtemp(prefix="bench-scale-")
+    work = Path(args.work or tmp).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    try:
+        dedup = dedup_series(work, dedup_sizes, engines)
+        builds = build_series(work, build_sizes)
+        import incremental
+
+        inc = incremental.check(work / "incremental")
+        worst = max(print_build(builds), print_dedup(dedup))
+        print_estimates(builds)
+        recalls = [r["recall"]["found"] / max(1, r["recall"]["copies"]) for r in builds.values()]
+        recalls += [
+            r["truth"]["found"] / max(1, r["truth"]["copies"]) for e in dedup.values() for r in e.values()
+        ]
+        build_rss = builds[max(build_sizes)]["maxrss"] / MIB
+        dedup_rss = max(e[max(dedup_sizes)]["maxrss"] for e in dedup.values()) / MIB
+        print(f"incremental: {inc['line']}")
+        print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s")
+        print(
+            f"bench: scale pages_max={max(build_sizes)} build_rss_mb={build_rss:.0f} "
+            f"dedup_docs_max={max(dedup_sizes)} dedup_rss_mb={dedup_rss:.0f} worst_scaling={worst:.2f} "
+            f"dedup_recall={min(recalls):.4f} incremental_equal={int(inc['equal'])}"
+        )
+    finally:
+        if tmp:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_dedup":
+        dedup_child(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    else:
+        main()
