@@ -12,7 +12,7 @@ files; everything it decides about a document is decided here:
 * whether a verified candidate pair is an edge, and its weight (:func:`edge_weight`);
 * which block of the edge files a verified edge goes to (:func:`edge_block`);
 * the component report: the size histogram in powers of two and the largest components (:class:`ComponentTally`,
-  :func:`component_report`).
+  :func:`component_report`), and the run's figures as it lists them (:func:`report_figures`).
 
 Documents are ``(shard index, document index)`` references (lines add a line index), which order them
 deterministically; the survivor of a component is its lowest reference, the same whichever engine finds it.
@@ -155,3 +155,17 @@ def component_report(
         "largest_held_collection": held_max,
         "shuffle_bytes": shuffle,
     }
+
+
+def report_figures(figures: dict[str, Any]) -> tuple[dict, dict, dict, int]:
+    """(counters, shuffle bytes per kind, held size per kind, largest held) from combined figures."""
+    sums, maxes = figures["sum"], figures["max"]
+    counters = {k.split(".", 1)[1]: v for k, v in sorted(sums.items()) if k.startswith("counters.")}
+    docs = max(1, counters.get("documents", 0))
+    shuffle = {
+        k.split(".", 1)[1]: {"bytes": v, "per_document": round(v / docs, 1)}
+        for k, v in sorted(sums.items())
+        if k.startswith("shuffle_bytes.")
+    }
+    held = {k.split(".", 1)[1]: v for k, v in sorted(maxes.items()) if k.startswith("held.")}
+    return counters, shuffle, held, max(held.values(), default=0)

@@ -356,29 +356,21 @@ def write(stage: Any, spill: Spill, r: int) -> None:
 def commit(stage: Any, spill: Spill, _: None = None) -> dict[str, Any]:
     """Every task's figures -> ``global.json`` and ``_GLOBAL_SUCCESS``; the report."""
     sums: dict[str, int] = {}
-    held: dict[str, int] = {}
+    maxes: dict[str, int] = {}
     for url in fs.glob(fs.join(spill.scratch, "figures", "*.json")):
         for name, value in json.loads(fs.read_text(url)).items():
             if name.startswith("held."):
-                held[name[5:]] = max(held.get(name[5:], 0), value)
+                maxes[name] = max(maxes.get(name, 0), value)
             else:
                 sums[name] = sums.get(name, 0) + value
-    counters = {k.split(".", 1)[1]: v for k, v in sorted(sums.items()) if k.startswith("counters.")}
-    docs = max(1, counters.get("documents", 0))
-    shuffle = {
-        k.split(".", 1)[1]: {"bytes": v, "per_document": round(v / docs, 1)}
-        for k, v in sorted(sums.items())
-        if k.startswith("shuffle_bytes.")
-    }
+    counters, shuffle, held, largest = components.report_figures({"sum": sums, "max": maxes})
     comps_url = fs.join(spill.scratch, "components.json")
     doc = json.loads(fs.read_text(comps_url)) if fs.exists(comps_url) else {"histogram": {}, "largest": []}
-    report = components.component_report(
-        doc["histogram"], doc["largest"], max(held.values(), default=0), shuffle
-    )
+    report = components.component_report(doc["histogram"], doc["largest"], largest, shuffle)
     report.update(
         {
             "counters": counters,
-            "largest_held_by_kind": dict(sorted(held.items())),
+            "largest_held_by_kind": held,
             "shuffle": "files",
             "partitions": spill.parts,
         }

@@ -48,6 +48,7 @@ from datapipe.dedup.components import (
     line_removals,
     merge_decisions,
     minhash_removal,
+    report_figures,
     star_root,
 )
 from datapipe.dedup.graph import bucket_pairs, large_star, small_star
@@ -157,20 +158,6 @@ class Figures:
     def report(self) -> beam.PCollection:
         """One element, the combined figures, once every branch is complete."""
         return self.parts | "AllFigures" >> beam.Flatten() | "Report" >> beam.CombineGlobally(ReportFigures())
-
-
-def report_figures(figures: dict[str, Any]) -> tuple[dict, dict, dict, int]:
-    """(counters, shuffle bytes per kind, held size per kind, largest held) from combined figures."""
-    sums, maxes = figures["sum"], figures["max"]
-    counters = {k.split(".", 1)[1]: v for k, v in sorted(sums.items()) if k.startswith("counters.")}
-    docs = max(1, counters.get("documents", 0))
-    shuffle = {
-        k.split(".", 1)[1]: {"bytes": v, "per_document": round(v / docs, 1)}
-        for k, v in sorted(sums.items())
-        if k.startswith("shuffle_bytes.")
-    }
-    held = {k.split(".", 1)[1]: v for k, v in sorted(maxes.items()) if k.startswith("held.")}
-    return counters, shuffle, held, max(held.values(), default=0)
 
 
 class SignShard(beam.DoFn):
