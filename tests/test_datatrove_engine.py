@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,12 @@ def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
     beam_out, _ = built_small
     dt_out, proc = datatrove_small
     assert (dt_out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
+    # every executor reports its tasks' largest resident set (datatrove's stats carry each task's peak)
+    peaks = re.findall(
+        r" (buckets|shards|components): (\d+) task\(s\), largest process ([\d,]+) MiB", proc.stdout
+    )
+    assert {p[0] for p in peaks} == {"buckets", "shards", "components"}
+    assert all(int(n) >= 1 and 50 < int(mb.replace(",", "")) < 4096 for _, n, mb in peaks)
     beam, dt = comparable(beam_out), comparable(dt_out)
     assert sorted(dt) == sorted(beam)
     caches = [p for p in beam if "/tokenize-" in p]

@@ -12,7 +12,7 @@ How it is made:
    Costs are scaled by this machine's speed (the sample's extraction time over the reference's, for WARC) and by
    the sample's text size; a cached stage costs nothing and its real counts are used.
 3. **Global phases** (sizes from their record formats): dedup shuffles 592 bytes a document (14 bands) plus 32
-   for exact; a task holds one partition (one input shard's keys) in the file shuffle, but with Beam's
+   for exact; a task holds one partition (8 input shards' keys) in the file shuffle, but with Beam's
    ``GroupByKey`` on the DirectRunner all of it, as Python objects (~10x); the components hold the near-duplicate
    edges; a ``keep_fraction`` cut-off holds 16 bytes a document.
 
@@ -229,10 +229,12 @@ def plan_resources(
     plans: list[SourcePlan], files: dict[str, list[str]], workers: int, in_memory_shuffle: bool
 ) -> tuple[list[StageEstimate], list[str]]:
     """Every stage's estimate, and the warnings (one line each, naming the flag to use)."""
+    from datapipe.dedup.spill import partition_count
+
     estimates: list[StageEstimate] = []
     for sp in plans:
         sample = sample_source(sp.source, files.get(sp.source.name, []))
-        parts = max(1, min(len(sp.stages[0].shards), 4096)) if sp.stages else 1
+        parts = partition_count(len(sp.stages[0].shards)) if sp.stages else 1
         estimates += estimate_source(sp, sample, workers, parts)
     mem_total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / MIB
     return estimates, resource_warnings(estimates, workers, in_memory_shuffle, mem_total)

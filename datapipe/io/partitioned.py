@@ -43,9 +43,14 @@ def write_partitioned(url: str, records: np.ndarray, partition: np.ndarray, part
     return [int(c) for c in counts]
 
 
-def read_partition(url: str, dtype: np.dtype, p: int) -> np.ndarray:
-    """Partition ``p`` of one file (an empty array when it has none)."""
-    with fs.fsspec_open(url, "rb") as f:
+def _open(url: str):
+    """A local file with the plain ``open`` (fsspec's wrapper costs ~3x per open, and a reader opens one file per
+    writer), anything else through fsspec."""
+    return open(fs.local_path(url), "rb") if fs.is_local(url) else fs.fsspec_open(url, "rb").open()  # noqa: SIM115
+
+
+def _partition_bytes(url: str, itemsize: int, p: int) -> bytes:
+    with _open(url) as f:
         head = f.read(_HEAD)
         if head[: len(MAGIC)] != MAGIC:
             raise ValueError(f"{url}: not a partitioned record file")
@@ -54,9 +59,13 @@ def read_partition(url: str, dtype: np.dtype, p: int) -> np.ndarray:
             raise ValueError(f"{url}: partition {p} of a file with {parts}")
         counts = np.frombuffer(f.read(8 * parts), dtype="<u8").astype(np.int64)
         start = int(counts[:p].sum())
-        f.seek(_HEAD + 8 * parts + start * dtype.itemsize)
-        data = f.read(int(counts[p]) * dtype.itemsize)
-    return np.frombuffer(data, dtype=dtype).copy()
+        f.seek(_HEAD + 8 * parts + start * itemsize)
+        return f.read(int(counts[p]) * itemsize)
+
+
+def read_partition(url: str, dtype: np.dtype, p: int) -> np.ndarray:
+    """Partition ``p`` of one file (an empty array when it has none)."""
+    return np.frombuffer(_partition_bytes(url, dtype.itemsize, p), dtype=dtype).copy()
 
 
 def read_all(url: str, dtype: np.dtype) -> np.ndarray:
@@ -69,6 +78,7 @@ def read_all(url: str, dtype: np.dtype) -> np.ndarray:
 
 
 def gather(urls: list[str], dtype: np.dtype, p: int) -> np.ndarray:
-    """Partition ``p`` of every file, concatenated in the order given."""
-    chunks = [read_partition(url, dtype, p) for url in urls]
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
+    """Partition ``p`` of every file, concatenated in the order given (joined as bytes: numpy's concatenation of
+    structured arrays promotes their fields anew for every piece, which dominated with a thousand writers)."""
+    data = b"".join(_partition_bytes(url, dtype.itemsize, p) for url in urls)
+    return np.frombuffer(data, dtype=dtype).copy()

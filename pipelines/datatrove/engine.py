@@ -185,11 +185,25 @@ def run_datatrove(
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
             for job in stage_jobs(mixture, sp, st, opts):
                 _local(job, opts).run()
+                print(f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}")
             if not is_done(st.out_dir):
                 raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
             report_stage(sp, st, time.perf_counter() - t0)
         return
     _run_slurm(mixture, todo, opts, report_stage)
+
+
+def task_peaks(logging_dir: str) -> str:
+    """``N task(s), largest process X MiB`` from the ``peak_rss_mb`` each task recorded in datatrove's stats."""
+    import json
+
+    peaks = []
+    for url in fs.glob(fs.join(logging_dir, "stats", "*.json")):
+        for step in json.loads(fs.read_text(url)):
+            value = step.get("stats", {}).get("peak_rss_mb")
+            if isinstance(value, dict):
+                peaks.append(int(value.get("total", 0)))
+    return f"{len(peaks)} task(s), largest process {max(peaks, default=0):,} MiB"
 
 
 def _run_slurm(
@@ -202,9 +216,13 @@ def _run_slurm(
     wait: the jobs' states from ``squeue``, the stages' progress from their ``_SUCCESS`` markers."""
     t0 = time.perf_counter()
     executors: list[Any] = []
+    jobs: dict[str, list[Job]] = {}
     for sp, st in todo:
         remove_temporaries(st.out_dir)
-        for job in stage_jobs(mixture, sp, st, opts):  # a later stage's global phase is planned: not yet done
+        jobs[st.out_dir] = stage_jobs(
+            mixture, sp, st, opts
+        )  # a later stage's global phase: planned, not yet done
+        for job in jobs[st.out_dir]:
             executors.append(_slurm(job, opts, executors[-1] if executors else None))
     executors[-1].run()  # submits the whole chain, first job first
     job_ids = [str(e.job_id) for e in executors if getattr(e, "job_id", None)]
@@ -214,6 +232,10 @@ def _run_slurm(
             if st.out_dir not in reported and is_done(st.out_dir):
                 reported.add(st.out_dir)
                 report_stage(sp, st, time.perf_counter() - t0)
+                for job in jobs[st.out_dir]:
+                    print(
+                        f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}"
+                    )
         if len(reported) == len(todo):
             return
         queued = subprocess.run(

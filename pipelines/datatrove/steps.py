@@ -20,6 +20,7 @@ Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, bes
 from __future__ import annotations
 
 import io
+import resource
 from typing import Any
 
 import numpy as np
@@ -56,10 +57,17 @@ class _Step(PipelineStep):
 
     type = "datapipe"
 
-    def __init__(self, stage: Any, shards: tuple[Shard, ...] = (), scratch: str = "") -> None:
-        self.name = f"{stage.source}/{stage.name} {type(self).__name__}"  # names datatrove's stats
+    def __init__(
+        self, stage: Any, shards: tuple[Shard, ...] = (), scratch: str = "", label: str | None = None
+    ) -> None:
+        self.name = f"{stage.source}/{stage.name} {label or type(self).__name__}"  # names datatrove's stats
         super().__init__()
         self.stage, self.shards, self.scratch = stage, shards, scratch
+
+    def count_peak(self) -> None:
+        """The task's peak resident set so far, in datatrove's stats (``peak_rss_mb``; the engine reports the
+        largest task of each executor). A local worker process runs several tasks: its peak bounds each."""
+        self.stat_update("peak_rss_mb", value=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 
     def count(self, stats: StageStats) -> None:
         self.stat_update("docs_in", value=stats.docs_in)
@@ -107,6 +115,7 @@ class StageShards(_Step):
                     for rec in read_records(self.stage.part_url(shard)):
                         yield Document(text=rec["text"], id=rec["id"], metadata=rec.get("metadata") or {})
         finally:
+            self.count_peak()
             teardown = getattr(self.stage, "teardown", None)
             if teardown is not None:
                 teardown()
@@ -136,8 +145,7 @@ class SpillTask(_Step):
     def __init__(
         self, stage: Any, shards: tuple[Shard, ...], scratch: str, task: tuple[str, Any, str]
     ) -> None:
-        super().__init__(stage, shards, scratch)
-        self.name = f"{stage.source}/{stage.name} {task[0]}"
+        super().__init__(stage, shards, scratch, label=task[0])
         self.task = task
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
@@ -154,6 +162,7 @@ class SpillTask(_Step):
         for item in items:
             with self.track_time():
                 fn(self.stage, plan, item)
+        self.count_peak()
 
 
 # ------------------------------------------------------------------------------------------- quality cut-off
