@@ -116,6 +116,20 @@ def test_rerun_skips_everything(small_mixture, datatrove_small):
     }
 
 
+def test_phases_get_no_more_tasks_than_they_have_items(datatrove_small):
+    """``--buckets`` is 4 by default, but a partition phase gets at most one task per partition (an idle task still
+    costs a process, on Slurm an array element), and ``earlier`` runs only with ``dedup.against``."""
+    out, _ = datatrove_small
+    stages = list((out / "_datatrove").glob("*/dedup-*"))
+    assert stages
+    for dedup in stages:
+        phases = {p.parent.name: p.name for p in dedup.glob("*/tasks-*")}
+        parts = json.loads((out / dedup.parent.name / dedup.name / "global.json").read_text())["partitions"]
+        assert "earlier" not in phases and "signatures" in phases
+        for phase in ("buckets", "verify", "removals"):
+            assert phases[phase] == f"tasks-{min(4, parts)}", (dedup, phases)
+
+
 @pytest.mark.reliability
 @pytest.mark.parametrize("moment", ["signatures", "shards"])
 def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, tmp_path, moment):

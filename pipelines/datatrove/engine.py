@@ -71,29 +71,30 @@ class Job:
 
 
 def phase_steps(phase: str) -> tuple[tuple[str, Any, str], ...]:
-    """The executors of the global phase the registry names ``phase``: (phase folder, step factory, tasks: one per
-    shard, ``--buckets``, or one). A step factory takes (stage, shards, scratch folder). datatrove is imported here,
-    only when something runs."""
+    """The executors of the global phase the registry names ``phase``: (phase folder, step factory, what its tasks
+    share out: ``shards``, ``partitions``, ``earlier`` shards, or ``once``). A step factory takes (stage, shards,
+    scratch folder). datatrove is imported here, only when something runs."""
     from functools import partial
 
     from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
     from pipelines.datatrove import steps
 
-    width = {"shards": "shards", "partitions": "buckets", "earlier": "buckets", "once": "one"}
-
     def spilled(tasks: tuple) -> tuple[tuple[str, Any, str], ...]:
-        return tuple((task[0], partial(steps.SpillTask, task=task), width[task[2]]) for task in tasks)
+        return tuple((task[0], partial(steps.SpillTask, task=task), task[2]) for task in tasks)
 
     table = {
         DEDUP: spilled(DEDUP_TASKS),
         PARAGRAPHS: spilled(LINE_TASKS),
-        QUALITY_CUTOFF: (("keys", steps.QualityKeys, "shards"), ("cutoff", steps.QualityCutoff, "one")),
+        QUALITY_CUTOFF: (("keys", steps.QualityKeys, "shards"), ("cutoff", steps.QualityCutoff, "once")),
     }
     return table[phase]
 
 
 def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
-    """The executors that bring one stage to ``_SUCCESS``, in order."""
+    """The executors that bring one stage to ``_SUCCESS``, in order. A phase gets no more tasks than it has items
+    (a task with nothing to do still costs a process start, a Slurm array element), and a phase with no items
+    (``earlier`` without ``dedup.against``) none."""
+    from datapipe.dedup.spill import Spill
     from pipelines.datatrove import steps  # datatrove is imported only when something runs
 
     stage = make_stage(mixture, sp, st)
@@ -101,7 +102,6 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     label = f"{sp.source.name}/{st.stage}"
     shards = tuple(st.shards)
     per_shard = max(1, min(opts.tasks or len(shards), len(shards)))
-    tasks = {"shards": per_shard, "buckets": opts.buckets, "one": 1}
 
     def job(phase: str, step: Any, n: int) -> Job:
         # datatrove's completion markers name ranks, which mean other shards under another task count
@@ -111,8 +111,17 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     phase = global_phase(sp, st)
     if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
         scratch = fs.join(base, "scratch")
-        for folder, step, width in phase_steps(phase):
-            jobs.append(job(folder, step(stage, shards, scratch), tasks[width]))
+        plan = Spill.of(scratch, shards, stage) if phase in (DEDUP, PARAGRAPHS) else None
+        items = {
+            "shards": len(shards),
+            "partitions": plan.parts if plan else 0,
+            "earlier": len(plan.earlier) if plan else 0,
+            "once": 1,
+        }
+        width = {"shards": per_shard, "partitions": opts.buckets, "earlier": opts.buckets, "once": 1}
+        for folder, step, over in phase_steps(phase):
+            if items[over]:
+                jobs.append(job(folder, step(stage, shards, scratch), min(width[over], items[over])))
     jobs += [
         job("shards", steps.StageShards(stage, shards), per_shard),
         job("finish", steps.FinishStage(stage, shards, st.record()), 1),

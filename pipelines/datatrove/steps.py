@@ -87,6 +87,7 @@ class _ShardStep(_Step):
         for shard in mine(self.shards, rank, world_size):
             with self.track_time():
                 self.shard(shard)
+        self.count_peak()
 
     def shard(self, shard: Shard) -> None:
         raise NotImplementedError
@@ -132,7 +133,8 @@ class FinishStage(_Step):
         if data:
             yield from data
         stats = [run_shard(self.stage, s) for s in self.shards]  # all committed: read back from the markers
-        self.count(finish_stage(self.stage, list(self.shards), stats, self.record))
+        self.count(finish_stage(self.stage, list(self.shards), stats, self.record))  # consolidates a cache
+        self.count_peak()
 
 
 # ------------------------------------------------------------------------------- dedup and paragraph phases
@@ -188,3 +190,4 @@ class QualityCutoff(_Step):
             for shard in self.shards
         ]
         self.stage.write_global_report(cutoff_report(parts, self.stage.config.keep_fraction))
+        self.count_peak()
