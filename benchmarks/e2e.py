@@ -352,6 +352,11 @@ def run_datapipe(corpus: Path, work: Path, tag: str, model: str, threshold: floa
         str(mixture), str(out), "--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"
     )
     res = run_wrapped(cmd, work, f"datapipe-{tag}", r"\bran in\b", child_env(work))
+    return read_datapipe_run(res, cmd, out, work, tag)
+
+
+def read_datapipe_run(res: dict, cmd: list[str], out: Path, work: Path, tag: str) -> dict:
+    """A build's figures from its wrapper's result (``run_wrapped``; ``WORK/datapipe-TAG.result.json``)."""
     stages = {}
     for seg in res["segments"]:
         m = STAGE_LINE.match(seg["line"])

@@ -23,6 +23,7 @@ Defaults (about 10 minutes on 2 cores): build 10^4 and 3x10^4 pages, dedup 10^5,
 ``--full``: build 10^4, 10^5 and 10^6 pages, dedup 10^5, 10^6 and 10^7 documents (~1 hour; 20 GiB of disk).
 
     .venv/bin/python benchmarks/scale.py [--full] [--work DIR] [--build-sizes 10000,30000] [--dedup-sizes ...]
+        [--engines beam,datatrove] [--series build,dedup]
 
 Last line: ``bench: scale pages_max=N build_rss_mb=X dedup_docs_max=M dedup_rss_mb=Y worst_scaling=Z
 dedup_recall=R incremental_equal=1``.
@@ -230,16 +231,36 @@ def dedup_child(engine: str, docs: int, work: str) -> None:
 
         from pipelines.datatrove.engine import phase_steps
 
-        width = {"shards": len(shards), "buckets": 4, "one": 1}
-        for folder, factory, w in phase_steps(DEDUP):
+        width = {"shards": len(shards), "partitions": 4, "once": 1}  # 4: build_mixture's --buckets default
+        for folder, factory, over in phase_steps(DEDUP):
+            if over == "earlier":  # no dedup.against here
+                continue
             LocalPipelineExecutor(
                 pipeline=[factory(stage, shards, scratch)],
-                tasks=width[w],
-                workers=min(WORKERS, width[w]),
+                tasks=width[over],
+                workers=min(WORKERS, width[over]),
                 logging_dir=os.path.join(work, "logs", folder),
             ).run()
     if not stage.global_done():
         raise SystemExit(f"scale: the {engine} dedup phase ended without _GLOBAL_SUCCESS")
+
+
+def measured_builds(work: Path, sizes: tuple[int, ...]) -> dict[int, dict]:
+    """``--series estimate``: the builds an earlier run measured in ``work`` (their wrapper results and logs),
+    each with a fresh dry run of its corpus, so that the plan can be compared again without building."""
+    model = e2e.train_classifier(work)
+    runs = {}
+    for n in sizes:
+        tag, result = f"build-{n}", work / f"datapipe-build-{n}.result.json"
+        corpus = work / f"corpus-{n}"
+        if not result.exists() or not (corpus / "corpus.json").exists():
+            raise SystemExit(f"scale: --series estimate needs {result} and {corpus} from an earlier run")
+        res = json.loads(result.read_text())
+        res["log"] = (work / f"datapipe-{tag}.log").read_text()
+        run = e2e.read_datapipe_run(res, [], work / f"out-{tag}", work, tag)
+        run["estimate"] = dry_run(corpus, work, tag, model)
+        runs[n] = run
+    return runs
 
 
 def dedup_series(work: Path, sizes: tuple[int, ...], engines: tuple[str, ...]) -> dict[str, dict[int, dict]]:
@@ -338,6 +359,13 @@ def main() -> None:
     ap.add_argument(
         "--engines", default=",".join(ENGINES), help="dedup series engines (default beam,datatrove)"
     )
+    ap.add_argument(
+        "--series",
+        default="build,dedup",
+        help="build,dedup (default: both, then the incremental check and the bench line with every key); one of"
+        " them alone repeats that series and prints the keys it measured; estimate: only new dry runs, compared"
+        " with the builds an earlier run left in --work",
+    )
     args = ap.parse_args()
 
     def sizes(flag: str | None, default: tuple[int, ...], full: tuple[int, ...]) -> tuple[int, ...]:
@@ -352,26 +380,39 @@ def main() -> None:
     t_start = time.perf_counter()
     try:
         refuse_small_machine(args.full, work)
-        dedup = dedup_series(work, dedup_sizes, engines)
-        builds = build_series(work, build_sizes)
-        import incremental
-
-        inc = incremental.check(work / "incremental")
-        worst = max(print_build(builds), print_dedup(dedup))
-        print_estimates(builds)
+        series = set(args.series.split(","))
+        if series == {"estimate"}:
+            worst = print_estimates(measured_builds(work, build_sizes))
+            print(f"bench: scale estimate_worst_ratio={worst:.2f}")
+            return
+        if not series or not series <= {"build", "dedup"}:
+            raise SystemExit(f"scale: --series takes build, dedup, both, or estimate; not {args.series!r}")
+        dedup = dedup_series(work, dedup_sizes, engines) if "dedup" in series else {}
+        builds = build_series(work, build_sizes) if "build" in series else {}
+        worst = max(print_build(builds) if builds else 0.0, print_dedup(dedup) if dedup else 0.0)
         recalls = [r["recall"]["found"] / max(1, r["recall"]["copies"]) for r in builds.values()]
         recalls += [
             r["truth"]["found"] / max(1, r["truth"]["copies"]) for e in dedup.values() for r in e.values()
         ]
-        build_rss = builds[max(build_sizes)]["maxrss"] / MIB
-        dedup_rss = max(e[max(dedup_sizes)]["maxrss"] for e in dedup.values()) / MIB
-        print(f"incremental: {inc['line']}")
+        keys = []
+        if builds:
+            print_estimates(builds)
+            keys += [
+                f"pages_max={max(build_sizes)}",
+                f"build_rss_mb={builds[max(build_sizes)]['maxrss'] / MIB:.0f}",
+            ]
+        if dedup:
+            dedup_rss = max(e[max(dedup_sizes)]["maxrss"] for e in dedup.values()) / MIB
+            keys += [f"dedup_docs_max={max(dedup_sizes)}", f"dedup_rss_mb={dedup_rss:.0f}"]
+        keys += [f"worst_scaling={worst:.2f}", f"dedup_recall={min(recalls):.4f}"]
+        if series >= {"build", "dedup"}:
+            import incremental
+
+            inc = incremental.check(work / "incremental")
+            print(f"incremental: {inc['line']}")
+            keys.append(f"incremental_equal={int(inc['equal'])}")
         print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s")
-        print(
-            f"bench: scale pages_max={max(build_sizes)} build_rss_mb={build_rss:.0f} "
-            f"dedup_docs_max={max(dedup_sizes)} dedup_rss_mb={dedup_rss:.0f} worst_scaling={worst:.2f} "
-            f"dedup_recall={min(recalls):.4f} incremental_equal={int(inc['equal'])}"
-        )
+        print("bench: scale " + " ".join(keys))
     finally:
         if tmp:
             with contextlib.suppress(OSError):
