@@ -63,16 +63,20 @@ ENGINES = ("beam", "datatrove")
 def refuse_small_machine(full: bool, work: Path) -> None:
     """This benchmark was designed for 2 cores, 8 GiB of memory and free disk for its corpora and outputs where it
     works: 2 GiB for the defaults, 20 GiB with ``--full`` (its 10^6-page crawl alone is 3.1 GiB)."""
+    require_machine("scale", work, 20 if full else 2)
+
+
+def require_machine(name: str, work: Path, disk_gib: int) -> None:
+    """Exit with one line unless this machine has 2 cores, 8 GiB and ``disk_gib`` free in ``work``."""
     cores = os.cpu_count() or 1
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if cores < WORKERS or mem < 8 << 30:
         raise SystemExit(
-            f"scale: needs >= {WORKERS} cores and 8 GiB (this machine: {cores}, {mem / 2**30:.1f} GiB)"
+            f"{name}: needs >= {WORKERS} cores and 8 GiB (this machine: {cores}, {mem / 2**30:.1f} GiB)"
         )
-    disk = (20 if full else 2) << 30
     free = shutil.disk_usage(work).free
-    if free < disk:
-        raise SystemExit(f"scale: needs {disk >> 30} GiB free in {work} ({free / 2**30:.1f} GiB there)")
+    if free < disk_gib << 30:
+        raise SystemExit(f"{name}: needs {disk_gib} GiB free in {work} ({free / 2**30:.1f} GiB there)")
 
 
 def _env() -> dict[str, str]:

@@ -22,7 +22,6 @@ dedup_recall=R``.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
@@ -45,16 +44,7 @@ PEAK_LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+(\S+): (\d+) task\(s\), largest pro
 
 
 def refuse_small_machine(work: Path, corpus_ready: bool) -> None:
-    cores = os.cpu_count() or 1
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if cores < 2 or mem < 8 << 30:
-        raise SystemExit(
-            f"slurm_scale: needs >= 2 cores and 8 GiB (this machine: {cores}, {mem / 2**30:.1f} GiB)"
-        )
-    disk = (6 if corpus_ready else 20) << 30
-    free = shutil.disk_usage(work).free
-    if free < disk:
-        raise SystemExit(f"slurm_scale: needs {disk >> 30} GiB free in {work} ({free / 2**30:.1f} GiB there)")
+    scale.require_machine("slurm_scale", work, 6 if corpus_ready else 20)
     why = ensure_installed()
     if why:
         raise SystemExit(f"slurm_scale: no Slurm here: {why}")
