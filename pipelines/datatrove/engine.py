@@ -194,12 +194,17 @@ def run_datatrove(
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
             for job in stage_jobs(mixture, sp, st, opts):
                 _local(job, opts).run()
-                print(f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}")
+                print_peaks(sp, st, job)
             if not is_done(st.out_dir):
                 raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
             report_stage(sp, st, time.perf_counter() - t0)
         return
     _run_slurm(mixture, todo, opts, report_stage)
+
+
+def print_peaks(sp: SourcePlan, st: StagePlan, job: Job) -> None:
+    """One line per executor once its stage is done: its phase, tasks and largest task."""
+    print(f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}")
 
 
 def task_peaks(logging_dir: str) -> str:
@@ -228,9 +233,8 @@ def _run_slurm(
     jobs: dict[str, list[Job]] = {}
     for sp, st in todo:
         remove_temporaries(st.out_dir)
-        jobs[st.out_dir] = stage_jobs(
-            mixture, sp, st, opts
-        )  # a later stage's global phase: planned, not yet done
+        # a later stage's global phase is planned now, not yet done
+        jobs[st.out_dir] = stage_jobs(mixture, sp, st, opts)
         for job in jobs[st.out_dir]:
             executors.append(_slurm(job, opts, executors[-1] if executors else None))
     executors[-1].run()  # submits the whole chain, first job first
@@ -242,9 +246,7 @@ def _run_slurm(
                 reported.add(st.out_dir)
                 report_stage(sp, st, time.perf_counter() - t0)
                 for job in jobs[st.out_dir]:
-                    print(
-                        f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}"
-                    )
+                    print_peaks(sp, st, job)
         if len(reported) == len(todo):
             return
         queued = subprocess.run(
