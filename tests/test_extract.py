@@ -72,7 +72,7 @@ KNOWN = [
 @pytest.mark.parametrize("url,sentences,nav", KNOWN, ids=[k[0].rsplit("/", 1)[1] for k in KNOWN])
 def test_main_text_present_navigation_absent(url, sentences, nav):
     text = HtmlExtractor()((PAGES[url], "utf-8"))
-    everything = HtmlExtractor(main_content=False)((PAGES[url], "utf-8"))
+    everything = HtmlExtractor("resiliparse", main_content=False)((PAGES[url], "utf-8"))
     lines = {line.strip(" •") for line in text.splitlines()}
     for s in sentences:
         assert s in text

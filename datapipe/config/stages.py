@@ -34,11 +34,14 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    method: str = "resiliparse"  # or "trafilatura"
-    main_content: bool = True
-    preserve_formatting: bool = True
+    method: str = "datapipe"  # datapipe's main-content extractor; or "resiliparse" or "trafilatura"
+    main_content: bool = True  # resiliparse only
+    preserve_formatting: bool = True  # resiliparse only
     preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
+    markdown: bool = False  # datapipe only: headings as "#" lines, table rows as "| a | b |", code fenced
     timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
+    max_bytes: int = 8 * 1024 * 1024  # a larger page is removed as extract/too_large, never parsed
+    normalize_spaces: bool = True  # Unicode spaces -> ASCII in JSONL/Parquet text (always in extracted text)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,4 +1,5 @@
-"""HTML bytes -> plain text: resiliparse (default, as DCLM-Baseline and Marin) or trafilatura (Marin's presets).
+"""HTML bytes -> plain text: datapipe's main-content extractor (default, :mod:`datapipe.extract.content`),
+resiliparse (as DCLM-Baseline and Marin) or trafilatura (Marin's presets).
 
 The extractor is a small picklable object so that it can run inside the extraction sandbox's child process.
 """
@@ -11,6 +12,11 @@ from typing import TypedDict
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
+
+from datapipe.config.stages import ExtractConfig
+from datapipe.extract.content import main_content_text
+
+METHODS = ("datapipe", "resiliparse", "trafilatura")
 
 
 class TrafilaturaOptions(TypedDict):
@@ -95,31 +101,41 @@ def html_to_text(html: str, *, main_content: bool = True, preserve_formatting: b
 def trafilatura_text(html: str, preset: str = "default") -> str:
     """Text by trafilatura with one of :data:`TRAFILATURA_PRESETS`.
 
-    trafilatura's ``deduplicate`` remembers segments across calls in a process-wide cache, which would make a
-    page's text depend on which pages the same worker saw before; the cache is cleared per page, so duplicates are
-    dropped within a page and the output is the same on any number of workers.
+    trafilatura's ``deduplicate`` remembers segments across calls in a process-wide LRU cache, which would make
+    a page's text depend on which pages the same worker saw before; that cache is cleared per page, so
+    duplicates are dropped within a page and the output is the same on any number of workers. Only that cache:
+    ``trafilatura.meta.reset_caches()`` also clears its other caches and runs ``gc.collect()``, which costs
+    ~60 ms per page in a worker whose heap holds Beam, models and tokenizers (3 ms in a bare process), and
+    those caches never change a page's text.
     """
     import trafilatura
-    from trafilatura.meta import reset_caches
+    from trafilatura.deduplication import LRU_TEST
 
     options = TRAFILATURA_PRESETS[preset]
     if options["deduplicate"]:
-        reset_caches()
+        LRU_TEST.clear()
     return (trafilatura.extract(html, output_format="txt", with_metadata=False, **options) or "").strip()
 
 
 @dataclass(frozen=True)
 class HtmlExtractor:
-    """``extractor((payload, charset)) -> text`` with the configured method."""
+    """``extractor((payload, charset)) -> text`` with the configured method (one of :data:`METHODS`)."""
 
-    method: str = "resiliparse"
+    method: str = "datapipe"
     main_content: bool = True
     preserve_formatting: bool = True
     preset: str = "default"
+    markdown: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: ExtractConfig) -> HtmlExtractor:
+        return cls(cfg.method, cfg.main_content, cfg.preserve_formatting, cfg.preset, cfg.markdown)
 
     def __call__(self, item: tuple[bytes, str | None]) -> str:
         payload, charset = item
         html = decode_html(payload, charset)
+        if self.method == "datapipe":
+            return main_content_text(html, markdown=self.markdown)
         if self.method == "trafilatura":
             return trafilatura_text(html, self.preset)
         return html_to_text(

@@ -15,6 +15,7 @@ from typing import Any
 from datapipe.config.mixture import SourceConfig
 from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
+from datapipe.extract.spaces import normalize_spaces
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
@@ -57,8 +58,7 @@ class ExtractStage:
 
     @property
     def extractor(self) -> HtmlExtractor:
-        ex = self.source_config.extract
-        return HtmlExtractor(ex.method, ex.main_content, ex.preserve_formatting, ex.preset)
+        return HtmlExtractor.from_config(self.source_config.extract)
 
     def setup(self) -> None:
         cfg = self.source_config
@@ -87,7 +87,12 @@ class ExtractStage:
                 out.append(Failed("error", str(e)[:200]))
         return out
 
-    def _keep(self, rec: dict, text: str, stats: StageStats) -> bool:
+    def _keep(self, rec: dict, text: str, stats: StageStats, extracted: bool) -> bool:
+        if extracted or self.source_config.extract.normalize_spaces:
+            spaced = normalize_spaces(text)
+            if spaced is not text:
+                stats.counters["extract/spaces_normalized"] += 1
+                text = spaced
         if not text.strip():
             stats.remove("extract/empty")
             return False
@@ -119,19 +124,24 @@ class ExtractStage:
             for rec, text in zip(pending, self._extract_batch(pending), strict=True):
                 if isinstance(text, Failed):
                     stats.remove(f"extract/{text.reason}")
-                elif self._keep(rec, text, stats):
+                elif self._keep(rec, text, stats, extracted=True):
                     docs.append(rec)
             pending.clear()
 
         tally = ReadTally()
         for rec in read_shard(shard, cfg.name, cfg.format, cfg.text_field, cfg.id_field, tally):
             if "html" in rec:
+                if len(rec["html"]) > cfg.extract.max_bytes:  # never parsed: the stated reason, not a timeout
+                    rec.pop("html")
+                    stats.remove("extract/too_large")
+                    stats.sample("extract/too_large", rec)
+                    continue
                 pending.append(rec)
                 if len(pending) >= BATCH:
                     flush_html()
             else:
                 flush_html()  # keep input order when a file mixes HTML and text records
-                if self._keep(rec, rec["text"], stats):
+                if self._keep(rec, rec["text"], stats, extracted=False):
                     docs.append(rec)
         flush_html()
         account_read(tally, stats)

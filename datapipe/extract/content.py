@@ -1,0 +1,646 @@
+"""datapipe's main-content extractor (``extract: {method: datapipe}``): Trafilatura's precision at resiliparse's speed.
+
+Why our own: resiliparse's main-content mode keeps navigation, share bars, teasers and comment threads (precision
+0.79 on the tuning part of Trafilatura's evaluation pages), and Trafilatura is precise but runs its rules in Python
+over lxml, at about 1/10 of resiliparse's speed. Why selectolax: it and resiliparse both parse with lexbor (C), but
+visiting a node from Python costs ~0.45 us through selectolax and ~3.5 us through resiliparse's ``DOMNode``
+(measured on the same 200 pages), and this extractor visits most elements once. ``benchmarks/extract_quality.py``
+measures it against both.
+
+How it decides. One pass over the tree cuts the page into blocks (paragraphs, headings, list items, table rows,
+preformatted text) and records for each its text and how much of it is link text, and which named containers
+hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure function of that record):
+
+1. **Never text**: scripts, styles, forms, buttons, templates, embedded media, figures and their captions, ruby
+   annotations and hidden elements (``hidden``, ``aria-hidden``, ``display:none``) are not visited.
+2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
+   (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie and
+   newsletter boxes, ads, author boxes, tag lists, pagination, ...), or whose tag or ARIA role says the same
+   (``nav``, ``aside``, ``footer``, ``role=navigation``, ...), drops its blocks. A name counts only when one of
+   its word tokens (split at ``-``, ``_`` and camelCase; parts with digits are hashes and ignored) is in
+   :data:`BOILERPLATE_TOKENS`, so ``canvas`` is no ``nav`` and ``commentary`` no ``comment``; a name that states a
+   layout or state (``has-sidebar``, ``no-share``, a BEM ``--modifier``) names no part. A container that holds
+   most of the page's or of the article's text, or holds the article, is never dropped by name.
+3. **The content root**: when the page names its article body (``itemprop=articleBody``, ``article-body``,
+   ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
+   the most text (and its siblings of the same kind with a fair share of it) is the root, widened to the
+   ``<article>`` around it; blocks outside go, except the title and lead (from the last ``<h1>`` before the root).
+4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices go.
+5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
+   jusText decides; a heading stays only when kept text follows it.
+
+The output keeps structure where it is cheap: blocks separated by blank lines, list items as ``- `` lines, table
+rows as ``|``-separated cells on one line, headings on their own lines, and with ``markdown=True`` headings as
+``#`` lines, rows as ``| a | b |`` and preformatted text fenced. Whitespace runs (U+00A0 and the other Unicode
+spaces included) become one ASCII space, except in preformatted text.
+
+Deterministic: no state outside one call except the caches of pure name classifiers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+# Word tokens of a class or id that name a page part which is not the article, by concept. Matched as whole
+# tokens of one class name or id (see name_tokens).
+BOILERPLATE_GROUPS = {
+    "navigation": "nav navbar navigation navi menu menubar submenu megamenu breadcrumb breadcrumbs crumbs skip "
+    "skiplinks pagination pager prevnext",
+    "page frame": "footer sidebar sidebars toolbar topbar popup login",
+    "sharing": "share sharing shares sharebar shariff social socials sociallinks",
+    "teasers": "related relatedposts recommended recommendations recirculation promo promos",
+    "ads": "advert adverts advertisement advertising ads adsense sponsor sponsored",
+    "consent and sign-up": "cookie cookies consent gdpr newsletter subscribe subscription signup paywall",
+    "comments": "comment comments commentlist disqus respond rating ratings",
+    "tags": "tags tagcloud taglist",
+    "screen readers": "screenreader sronly",
+    "credits": "caption captions credit credits copyright author authors authorbox authorbio bio byline",
+}
+BOILERPLATE_TOKENS = frozenset(t for group in BOILERPLATE_GROUPS.values() for t in group.split())
+LAYOUT_NAMES = frozenset(
+    {"main", "content", "page", "wrapper", "container", "site", "Main", "Content", "Page"}
+)
+# A class name that starts with one of these states a layout or state, not a part: ``has-sidebar``,
+# ``no-share``, ``with-navigation``, ``is-paywall``, ``enable-comments``.
+STATE_PREFIXES = frozenset(
+    [
+        "has",
+        "no",
+        "with",
+        "without",
+        "is",
+        "enable",
+        "enabled",
+        "disable",
+        "disabled",
+        "show",
+        "hide",
+        "can",
+        "allow",
+        "js",
+        "one",
+        "two",
+    ]
+)
+BOILERPLATE_TAGS = frozenset({"nav", "aside", "footer", "menu", "dialog"})
+BOILERPLATE_ROLES = frozenset(
+    {
+        "navigation",
+        "complementary",
+        "contentinfo",
+        "banner",
+        "search",
+        "dialog",
+        "alertdialog",
+        "menu",
+        "menubar",
+    }
+)
+# never rendered (their subtree is not visited)
+SKIP_TAGS = frozenset(
+    [
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "math",
+        "iframe",
+        "object",
+        "embed",
+        "canvas",
+        "video",
+        "audio",
+        "map",
+        "form",
+        "button",
+        "select",
+        "option",
+        "textarea",
+        "input",
+        "label",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "base",
+        "figure",
+        "figcaption",
+        "picture",
+        "rt",
+        "rp",
+    ]
+)
+# each starts a new block
+BLOCK_TAGS = frozenset(
+    [
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "tr",
+        "caption",
+        "blockquote",
+        "pre",
+        "address",
+        "details",
+        "summary",
+        "center",
+        "hr",
+        "fieldset",
+        "nav",
+        "aside",
+        "footer",
+        "body",
+        "html",
+        "hgroup",
+        "search",
+    ]
+)
+# elements whose attributes are read: blocks and the other containers a page names its parts with
+STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol"}
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+CELLS = frozenset({"td", "th"})
+MAX_DEPTH = 256  # deeper elements are not visited (pathological nesting; a page's real depth is under ~60)
+_TEXT, _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = range(6)
+_BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
+_WHAT = {
+    "-text": _TEXT,
+    "-comment": _SKIP,
+    "a": _LINK,
+    "br": _BREAK,
+    **{t: _SKIP for t in SKIP_TAGS},
+    **{t: _STRUCTURAL for t in STRUCTURAL},
+}
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_SPLIT = re.compile(r"[^a-z]+")
+_NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
+_BLANKS = re.compile(r"\n{3,}")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+# Content-root names, in tiers (lower wins); matched as word-token sequences of a class or id.
+ROOT_NAMES = {
+    1: (
+        "article body",
+        "articlebody",
+        "article content",
+        "article text",
+        "articletext",
+        "entry content",
+        "entry body",
+        "post content",
+        "post body",
+        "postbody",
+        "post text",
+        "post entry",
+        "story body",
+        "story content",
+        "text content",
+        "rich text",
+        "richtext",
+        "field body",
+        "body text",
+        "page content",
+        "main text",
+    ),
+}
+ROOT_CSS = "article, main, [itemprop=articleBody], [role=main]"
+SKIP_SHARE = 0.1  # a part named as boilerplate with less of the page's text is decided without visiting it
+ROOT_MIN_CHARS = 250
+ROOT_SIBLING = 0.25  # another candidate of the root's tier with this share of its text is a root too
+ROOT_SHARE = 0.3  # a root with less of its <main>'s text is a fragment of the article
+KEEP_SHARE = 0.6  # a container named as boilerplate that holds this share of the page's text is not dropped
+LINK_DENSITY = 0.35  # link text / text above which a block goes
+SHORT_CHARS = 50  # a block shorter than this is judged by its neighbours
+NOTICE_CHARS = 200  # a block this short with a copyright sign or "all rights reserved" is a notice
+HEADING_REACH = 3  # how many blocks after a heading are searched for its text
+LONG_HEADING = 100  # a heading this long is text set large, and stays without text after it
+SHORT_NEEDS = 2  # how many of its two context blocks must be kept long ones for a short block to stay
+GOOD, SHORT, BAD = range(3)
+SHORT_EXEMPT = ("li", "tr", "pre")  # list items, table rows and code are short by nature
+
+
+def name_tokens(name: str) -> list[str]:
+    """Word tokens of one class name or id: ``"postShare-bar"`` -> ``["post", "share", "bar"]``; a part with a
+    digit is a generated hash or a number and gives none (``"Layout_main__2pNav"`` -> ``["layout", "main"]``)."""
+    out: list[str] = []
+    for part in _PARTS.split(name):
+        if part and not _DIGIT.search(part):
+            out.extend(t for t in _CAMEL.sub(r"\1 \2", part).lower().split() if t)
+    return out
+
+
+_PARTS = re.compile(r"[^A-Za-z0-9]+")
+_DIGIT = re.compile(r"[0-9]")
+_ROOT_RE = re.compile(
+    r"(?:^| )(?:" + "|".join(re.escape(n) for names in ROOT_NAMES.values() for n in names) + r")(?: |$)"
+)
+
+
+# every vocabulary token and content-root name contains one of these: a name without any is decided by one
+# regular-expression search, without being split into tokens (most names are such)
+_HINT = re.compile(
+    "nav|menu|crumb|foot|side|bar|shar|social|relat|recommend|recirc|promo|advert|ads|sponsor|cookie|consent|"
+    "gdpr|newsletter|subscri|signup|paywall|comment|disqus|respond|rating|tag|pag|prevnext|login|popup|skip|"
+    "screen|sronly|author|bio|caption|credit|copyright|byline|body|content|text|entry|story|post",
+    re.IGNORECASE,
+)
+
+
+@functools.lru_cache(maxsize=16384)
+def classify_one(name: str) -> int:
+    """One class name or id: 1 names a content root, -1 boilerplate, 0 neither."""
+    if not _HINT.search(name):
+        return 0
+    # a BEM modifier (``o-section--has-ads``) states, it names nothing
+    toks = name_tokens(name.split("--", 1)[0])
+    if not toks or toks[0] in STATE_PREFIXES:
+        return 0
+    joined = " ".join(toks)
+    root = _ROOT_RE.search(joined)
+    if root is not None:
+        # a part named after the body (``ArticleBody-related-coverage``) is that part, not the body
+        after = joined[root.end() :].split()
+        return -1 if not BOILERPLATE_TOKENS.isdisjoint(after) else 1
+    return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks) else 0
+
+
+def classify_name(names: str) -> tuple[bool, int]:
+    """(whether a class-and-id value names boilerplate, the content-root tier it names or 0), judged per class
+    name; a content-root name wins over a boilerplate one (``entry-content no-share``)."""
+    boiler = False
+    for name in names.split():
+        verdict = classify_one(name)
+        if verdict == 1:
+            return False, 1
+        if name in LAYOUT_NAMES:  # ``<div id="main" class="sidebar-right">``: the page's frame, not a part
+            return False, 0
+        boiler = boiler or verdict < 0
+    return boiler, 0
+
+
+def is_boilerplate_name(name: str) -> bool:
+    """Whether a class or id value names a part of the page that is not the article."""
+    return classify_name(name)[0]
+
+
+@dataclass(slots=True)
+class Block:
+    """A run of text between block boundaries, with what the decision needs."""
+
+    kind: str  # "p", "h1".."h6", "li", "tr", "pre"
+    text: str
+    link_chars: int
+    chars: int
+
+
+@dataclass(slots=True)
+class Container:
+    """An element whose blocks are judged together: boilerplate by name (kind "boiler") or a root candidate."""
+
+    kind: str
+    tier: int
+    start: int
+    end: int = -1
+    chars: int = 0
+    name: str = ""  # tag, role, class and id: what the audit shows
+    skipped: bool = False  # decided during the walk: its text was not visited
+
+
+_KINDS = {**{h: h for h in HEADINGS}, "li": "li", "dd": "li", "dt": "li", "tr": "tr", "pre": "pre"}
+
+
+def _describe(tag: str, attrs: dict[str, str | None]) -> str:
+    out = tag
+    if attrs:
+        for key, mark in (("role", "@"), ("id", "#"), ("class", ".")):
+            value = attrs.get(key)
+            if value:
+                out += mark + "|".join(value.split())
+    return out
+
+
+class _Walker:
+    """One pass over the tree: blocks in document order and the named containers as block ranges."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.containers: list[Container] = []
+        self.parts: list[str] = []
+        self.link_chars = 0
+        self.kind = "p"
+        self.link = 0
+        self.boiler = -1
+        self.page_chars = 0
+
+    def flush(self) -> None:
+        parts = self.parts
+        if parts:
+            raw = "".join(parts).strip()
+            if raw:
+                text = raw.replace(_BR, "\n") if self.kind == "pre" else " ".join(raw.split())
+                if _BR in text:  # <br> breaks the line; the markup's own line breaks are spaces
+                    text = _BLANKS.sub("\n\n", "\n".join(line.strip() for line in text.split(_BR)).strip())
+                if self.kind == "tr":  # cells of a row: no separator before the first or after the last
+                    text = text.strip(" |")
+                n = len(text)
+                if n:
+                    self.blocks.append(Block(self.kind, text, min(self.link_chars, n), n))
+            parts.clear()  # in place: walk() holds the list
+            self.link_chars = 0
+
+    def walk(self, node: LexborNode, depth: int = 0) -> None:
+        child = node.child
+        deeper = depth + 1
+        append = self.parts.append
+        what_of = _WHAT.get
+        while child is not None:
+            tag = child.tag or ""
+            what = what_of(tag, _INLINE)
+            if what == _TEXT:
+                text = child.text_content
+                if text:
+                    append(text)
+                    if self.link:
+                        self.link_chars += len(text.strip())
+            elif what == _INLINE:
+                if deeper < MAX_DEPTH:
+                    self.walk(child, deeper)
+            elif what == _STRUCTURAL:
+                self.element(child, tag, deeper)
+            elif what == _LINK:
+                self.link += 1
+                if deeper < MAX_DEPTH:
+                    self.walk(child, deeper)
+                self.link -= 1
+            elif what == _BREAK:
+                append(_BR)
+            child = child.next
+
+    def element(self, node: LexborNode, tag: str, depth: int) -> None:
+        attrs = node.attributes
+        opened: Container | None = None
+        if attrs:
+            if "hidden" in attrs or attrs.get("aria-hidden") == "true":
+                return
+            style = attrs.get("style")
+            if style and ("none" in style or "hidden" in style) and _HIDDEN_STYLE.search(style):
+                return
+            cls = attrs.get("class")
+            ident = attrs.get("id")
+            if cls and ident:
+                boiler, tier = classify_name(f"{cls} {ident}")
+            elif cls or ident:
+                boiler, tier = classify_name(cls or ident or "")
+            else:
+                boiler, tier = False, 0
+            role = attrs.get("role")
+            if role:
+                boiler = boiler or role in BOILERPLATE_ROLES
+                tier = tier or (3 if role == "main" else 0)
+            if attrs.get("itemprop") == "articleBody":
+                boiler, tier = False, 1
+        else:
+            boiler, tier = False, 0
+        if tag in BOILERPLATE_TAGS:
+            boiler = True
+        elif not tier and (tag == "article" or tag == "main"):
+            tier = 2 if tag == "article" else 3
+        block = tag in BLOCK_TAGS
+        if block and self.parts:
+            self.flush()
+        if boiler and self.boiler < 0 and self.page_chars:
+            # the common case decided in C: a part named as boilerplate, well short of most of the page's text
+            # and holding no article, is not visited (a third of a page's elements, typically)
+            chars = len(node.text(deep=True).strip())
+            if chars < SKIP_SHARE * self.page_chars and (
+                chars < ROOT_MIN_CHARS or node.css_first(ROOT_CSS) is None
+            ):
+                n = len(self.blocks)
+                self.containers.append(
+                    Container("boiler", 0, n, n, chars, _describe(tag, attrs), skipped=True)
+                )
+                return
+        if boiler:
+            opened = Container("boiler", 0, len(self.blocks), name=_describe(tag, attrs))
+            self.containers.append(opened)
+            if self.boiler < 0:
+                self.boiler = len(self.containers) - 1
+        elif tier:
+            opened = Container("root", tier, len(self.blocks), name=_describe(tag, attrs))
+            self.containers.append(opened)
+        kind = _KINDS.get(tag)
+        outer = self.kind
+        if kind is not None:
+            self.kind = kind
+        if (tag == "td" or tag == "th") and self.parts:
+            self.parts.append(" | ")
+        if depth < MAX_DEPTH:
+            self.walk(node, depth)
+        if (block or kind is not None) and self.parts:
+            self.flush()
+        self.kind = outer
+        if opened is not None:
+            opened.end = len(self.blocks)
+            if self.boiler >= 0 and self.containers[self.boiler] is opened:
+                self.boiler = -1
+
+
+def _inside(inner: Container, outer: Container) -> bool:
+    return outer.start <= inner.start and inner.end <= outer.end
+
+
+def choose_root(containers: list[Container], total: int) -> list[Container]:
+    """The content roots: the article-body candidates (the one with most text, and others of the same tier with
+    a fair share of its text: a body split into sections), each widened to the ``<article>`` around it (the
+    lead and title often sit beside the body); else the ``<article>`` or, last, the ``<main>`` with most text. A
+    root holding under :data:`ROOT_SHARE` of the ``<main>`` around it is a fragment: the ``<main>`` is taken."""
+    tiers: dict[int, list[Container]] = {1: [], 2: [], 3: []}
+    for c in containers:
+        if c.kind == "root" and c.chars >= ROOT_MIN_CHARS // 4:
+            tiers[c.tier].append(c)
+    best = None
+    for tier in (1, 2, 3):
+        if tiers[tier]:
+            best = max(tiers[tier], key=lambda c: c.chars)
+            if best.chars >= ROOT_MIN_CHARS:
+                break
+            best = None
+    if best is None:
+        return []
+    roots = [c for c in tiers[best.tier] if c.chars >= ROOT_SIBLING * best.chars]
+    roots = [c for c in roots if not any(o is not c and _inside(c, o) for o in roots)]  # outermost only
+    out: list[Container] = []
+    for root in roots:
+        if root.tier == 1:
+            around = [c for c in tiers[2] if _inside(root, c)]
+            if around:
+                root = min(around, key=lambda c: c.chars)
+        mains = [c for c in tiers[3] if _inside(root, c) and c is not root]
+        if mains:
+            main = min(mains, key=lambda c: c.chars)
+            if best.chars < ROOT_SHARE * main.chars:
+                root = main
+        if all(r is not root for r in out):
+            out.append(root)
+    return out
+
+
+def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
+    """Why each block goes ("" for a block kept): a pure function of the walk's record (see the module docstring).
+    The first rule that drops a block names it: ``name:<the container>``, ``outside-root``, ``links``,
+    ``notice``, ``short``, ``heading``."""
+    n = len(blocks)
+    total = sum(b.chars for b in blocks)
+    why = [""] * n
+    upto = [0] * (n + 1)  # upto[i]: characters in the blocks before block i
+    for i, b in enumerate(blocks):
+        upto[i + 1] = upto[i] + b.chars
+    for c in containers:
+        if not c.skipped:
+            c.chars = upto[c.end] - upto[c.start]
+    roots = choose_root(containers, total)
+    # 2. boilerplate by name (not a container around a root, or holding most of the text)
+    for c in containers:
+        if c.kind != "boiler" or c.start == c.end:
+            continue
+        if c.chars >= KEEP_SHARE * total or any(
+            _inside(r, c) or (_inside(c, r) and c.chars >= KEEP_SHARE * r.chars) for r in roots
+        ):
+            continue  # a wrapper named for a state (``<div class="entry share">``) around the article
+        for i in range(c.start, c.end):
+            why[i] = why[i] or "name:" + c.name
+    # 3. the content roots, and the title and lead: from the last <h1> before the first root to it
+    if roots:
+        inside = [False] * n
+        for r in roots:
+            inside[r.start : r.end] = [True] * (r.end - r.start)
+        first = min(r.start for r in roots)
+        title = max((i for i in range(first) if blocks[i].kind == "h1"), default=first)
+        inside[title:first] = [True] * (first - title)
+        for i in range(n):
+            if not inside[i] and not why[i]:
+                why[i] = "outside-root"
+    # 4. link-heavy blocks, and copyright notices
+    for i, b in enumerate(blocks):
+        if why[i]:
+            continue
+        if b.link_chars > LINK_DENSITY * b.chars:
+            why[i] = "links"
+        elif b.chars < NOTICE_CHARS and _NOTICE.search(b.text):
+            why[i] = "notice"
+    # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
+    # short (jusText's context rule)
+    state = [
+        BAD if w else GOOD if b.chars >= SHORT_CHARS and b.kind[0] != "h" else SHORT
+        for b, w in zip(blocks, why, strict=True)
+    ]
+    if GOOD not in state:  # a page of short blocks only (verse, a list, a table): they are its text
+        state = [BAD if w else GOOD for w in why]
+    before = [BAD] * n
+    last = BAD
+    for i in range(n):
+        before[i] = last
+        if state[i] != SHORT:
+            last = state[i]
+    last = BAD
+    for i in range(n - 1, -1, -1):
+        kind = blocks[i].kind
+        short = state[i] == SHORT and kind[0] != "h" and kind not in SHORT_EXEMPT
+        if short and (before[i] == GOOD) + (last == GOOD) < SHORT_NEEDS:
+            why[i] = "short"
+        if state[i] != SHORT:
+            last = state[i]
+    # then a heading stays only when kept text (or a kept subheading) follows it within a few blocks, before
+    # the next heading of its level
+    for i in range(n - 1, -1, -1):
+        b = blocks[i]
+        if why[i] or b.kind not in HEADINGS or b.chars >= LONG_HEADING:
+            continue
+        level = HEADINGS[b.kind]
+        for j in range(i + 1, min(n, i + 1 + HEADING_REACH)):
+            nxt = blocks[j].kind
+            if nxt in HEADINGS and HEADINGS[nxt] <= level:
+                break
+            if not why[j]:
+                break
+        else:
+            j = n
+        if j >= n or why[j] or (blocks[j].kind in HEADINGS and HEADINGS[blocks[j].kind] <= level):
+            why[i] = "heading"
+    return why
+
+
+def render(blocks: list[Block], why: list[str], markdown: bool = False) -> str:
+    """The kept blocks as text: blank lines between blocks, one line per list item and table row."""
+    out: list[str] = []
+    prev = ""
+    for b, w in zip(blocks, why, strict=True):
+        if w:
+            continue
+        kind = b.kind
+        text = b.text
+        if kind == "li":
+            text = "- " + text
+        elif markdown and kind in HEADINGS:
+            text = "#" * HEADINGS[kind] + " " + text
+        elif markdown and kind == "pre":
+            text = "```\n" + text + "\n```"
+        elif markdown and kind == "tr":
+            text = "| " + text + " |"
+        if out:
+            out.append("\n" if kind == prev and kind in ("li", "tr") else "\n\n")
+        out.append(text)
+        prev = kind
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A page's blocks, the named containers and why each block goes ("" when kept): what the text is made of."""
+
+    blocks: list[Block]
+    containers: list[Container]
+    why: list[str]
+
+    def text(self, markdown: bool = False) -> str:
+        return render(self.blocks, self.why, markdown)
+
+
+def analyze(html: str) -> Analysis:
+    """Cut the page into blocks and decide each (see the module docstring)."""
+    tree = LexborHTMLParser(html)
+    body = tree.body
+    walker = _Walker()
+    if body is not None:
+        walker.page_chars = len(body.text(deep=True).strip())
+        walker.walk(body)
+        walker.flush()
+    return Analysis(walker.blocks, walker.containers, decide(walker.blocks, walker.containers))
+
+
+def main_content_text(html: str, *, markdown: bool = False) -> str:
+    """The main content of a page as text (see the module docstring for how it decides)."""
+    return analyze(html).text(markdown)

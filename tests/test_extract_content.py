@@ -1,0 +1,338 @@
+"""datapipe's main-content extractor: per-block decisions on real pages and on small markup for each rule,
+structure, determinism, the sandbox, Unicode spaces, Trafilatura's cache, and too-large or slow pages."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from datapipe.config.mixture import load_mixture
+from datapipe.config.stages import ExtractConfig
+from datapipe.extract import content
+from datapipe.extract.content import analyze, main_content_text
+from datapipe.extract.html import METHODS, HtmlExtractor, decode_html, trafilatura_text
+from datapipe.extract.sandbox import Sandbox
+from datapipe.extract.spaces import SPACES, normalize_spaces
+from datapipe.extract.stage import ExtractStage
+from datapipe.io.jsonl import read_records
+from datapipe.io.shards import Shard
+from datapipe.langid.identifier import LanguageIdentifier
+from pipelines.mixtures import BUNDLED
+from tests.fixtures.build_bad import write_warc
+from tests.test_extract import HB, KNOWN, PAGES, PY
+
+VALGRIND = Path(__file__).parent / "fixtures" / "pages" / "valgrind-dist.readme.html"
+
+
+def _decisions(url: str) -> dict[str, str]:
+    """Block text -> why it went ("" when kept) on one fixture page."""
+    a = analyze(decode_html(PAGES[url], "utf-8"))
+    return {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
+
+
+# -- per-block decisions on real pages -------------------------------------------------------------------------
+
+
+def test_python_docs_page_blocks():
+    why = _decisions(PY + "secrets.html")
+    assert why["secrets — Generate secure random numbers for managing secrets¶"] == ""  # the title
+    body = next(t for t in why if t.startswith("The secrets module is used for generating"))
+    assert why[body] == ""
+    code = next(t for t in why if t.startswith(">>> token_hex(16)"))
+    assert why[code] == "" and "\n" in code  # preformatted text keeps its lines
+    for nav in (
+        "Table of Contents",
+        "Previous topic",
+        "Next topic",
+        "This Page",
+        "Report a Bug",
+        "Show Source",
+    ):
+        for text, reason in why.items():
+            if text.startswith(nav):
+                assert reason, f"sidebar block {text!r} was kept"
+
+
+def test_handbook_page_blocks():
+    why = _decisions(HB + "sect.raspbian.html")
+    assert why["Prev"] == "links" and why["Next"] == "links" and why["Download the ebook"] == "links"
+    kept = [t for t, w in why.items() if not w]
+    assert any(t.startswith("Raspbian is a rebuild of Debian") for t in kept)
+    assert "A.11. Raspbian" in kept  # the section heading over kept text
+
+
+@pytest.mark.parametrize("url,sentences,nav", KNOWN, ids=[k[0].rsplit("/", 1)[1] for k in KNOWN])
+def test_default_method_keeps_text_and_drops_navigation(url, sentences, nav):
+    text = HtmlExtractor()((PAGES[url], "utf-8"))
+    lines = {line.strip() for line in text.splitlines()}
+    assert all(s in text for s in sentences)
+    assert not lines & set(nav)
+
+
+# -- each rule on small markup ---------------------------------------------------------------------------------
+
+PARA = "This paragraph is the article's own text, long enough to count as real text on its own. " * 2
+
+
+def _page(body: str) -> str:
+    return f"<html><head><title>t</title><style>p {{}}</style></head><body>{body}</body></html>"
+
+
+RULES = [
+    # (markup, text that stays, text that goes, the reason it goes)
+    (
+        f'<p>{PARA}</p><div class="post-share-bar"><p>Share this article on every network</p></div>',
+        PARA.strip(),
+        "Share this article",
+        "name:div.post-share-bar",
+    ),
+    (
+        f'<div class="comment-list"><p>{PARA}Comment!</p></div><p>{PARA}</p>',
+        PARA.strip(),
+        "Comment!",
+        "name:",
+    ),
+    (f"<nav><p>{PARA}Menu</p></nav><p>{PARA}</p>", PARA.strip(), "Menu", "name:nav"),
+    (f'<div role="navigation"><p>{PARA}Nav</p></div><p>{PARA}</p>', PARA.strip(), "Nav", "name:"),
+    (
+        f'<p>{PARA}</p><ul><li><a href="/a">First teaser headline</a></li><li><a href="/b">Second one</a></li></ul>',
+        PARA.strip(),
+        "First teaser headline",
+        "links",
+    ),
+    (
+        f"<p>{PARA}</p><p>© 2024 Example Media. All rights reserved.</p><p>{PARA}</p>",
+        PARA.strip(),
+        "Example Media",
+        "notice",
+    ),
+    (
+        f'<div class="sidebar"><p>{PARA}Aside text</p></div><article><h1>Title</h1><p>{PARA}</p><p>{PARA}</p>'
+        f"<p>{PARA}</p></article>",
+        "Title",
+        "Aside text",
+        "name:div.sidebar",
+    ),
+    (
+        f'<div id="teasers"><p>{PARA}Other story</p></div><h1>The title</h1><p>The lead paragraph, set apart.'
+        f' {PARA}</p><div class="article-body"><p>{PARA}</p><p>{PARA}</p><p>{PARA}</p></div><p>{PARA}After</p>',
+        "The lead paragraph",
+        "After",
+        "outside-root",
+    ),
+    (
+        f'<p>{PARA}</p><p>Posted on May 1</p><div class="nav-links"><p>{PARA}Older posts</p></div>',
+        PARA.strip(),
+        "Posted on May 1",
+        "short",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "markup,stays,goes,reason", RULES, ids=[r[3].split(".")[0] + str(i) for i, r in enumerate(RULES)]
+)
+def test_rule(markup, stays, goes, reason):
+    a = analyze(_page(markup))
+    text = a.text()
+    assert stays in text and goes not in text
+    why = next(w for b, w in zip(a.blocks, a.why, strict=True) if goes in b.text)
+    assert why.startswith(reason), why
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        f'<div class="page has-sidebar"><p>{PARA}</p><p>{PARA}</p></div>',  # a state, not a part
+        f'<div class="commentary"><p>{PARA}</p></div>',  # not "comment"
+        f'<div class="canvas-wrap"><p>{PARA}</p></div>',  # not "nav"
+        f'<div class="o-section--has-ads"><p>{PARA}</p></div>',  # a BEM modifier
+        f'<div class="entry-content no-share"><p>{PARA}</p></div>',  # a root name wins
+        f'<div class="share"><div class="entry"><p>{PARA}</p><p>{PARA}</p><p>{PARA}</p></div></div><p>x</p>',
+    ],
+)
+def test_names_that_are_not_boilerplate(markup):
+    assert PARA.strip() in main_content_text(_page(markup))
+
+
+def test_never_text():
+    markup = (
+        f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"
+        '<p hidden>Hidden one</p><p style="display: none">Hidden two</p><div aria-hidden="true">Hidden three</div>'
+        "<figure><img src=x><figcaption>A caption</figcaption></figure><template><p>Template</p></template>"
+        f"<p>{PARA}</p>"
+    )
+    text = main_content_text(_page(markup))
+    for gone in (
+        "secret",
+        ".x",
+        "Form field",
+        "Hidden one",
+        "Hidden two",
+        "Hidden three",
+        "A caption",
+        "Template",
+    ):
+        assert gone not in text
+
+
+def test_a_page_of_short_blocks_keeps_them():
+    verse = "".join(f"<p>Line {i} of a short poem</p>" for i in range(12))
+    assert main_content_text(_page(verse)).count("of a short poem") == 12
+
+
+def test_structure_plain_and_markdown():
+    markup = (
+        f"<article><h1>Title</h1><p>{PARA}</p><h2>Section</h2><p>{PARA}<br>second line</p><ul><li>one item</li>"
+        "<li>two item</li></ul><table><tr><th>name</th><th>value</th></tr><tr><td>a</td><td>1</td></tr></table>"
+        "<pre>x = 1\n    y = 2</pre></article>"
+    )
+    text = main_content_text(_page(markup))
+    assert text.startswith("Title\n\n" + PARA.strip() + "\n\nSection\n\n")
+    assert "\nsecond line" in text
+    assert "- one item\n- two item" in text
+    assert "name | value\na | 1" in text
+    assert "x = 1\n    y = 2" in text
+    md = main_content_text(_page(markup), markdown=True)
+    assert md.startswith("# Title\n\n") and "\n\n## Section\n\n" in md
+    assert "| name | value |\n| a | 1 |" in md and "```\nx = 1\n    y = 2\n```" in md
+
+
+def test_pathological_nesting_returns():
+    deep = "<div>" * 5000 + "deep text" + "</div>" * 5000
+    main_content_text(_page(deep + f"<p>{PARA}</p>"))  # no RecursionError
+
+
+def test_vocabulary_is_prematched():
+    """Every boilerplate token passes the quick pre-match (else it could never be found)."""
+    assert all(content._HINT.search(t) for t in content.BOILERPLATE_TOKENS)
+    assert content.classify_one("relatedPosts") == -1 and content.classify_one("entry-content") == 1
+    assert content.classify_one("ArticleBody-related-coverage") == -1  # a part of the body, named after it
+
+
+# -- determinism and the sandbox -------------------------------------------------------------------------------
+
+
+def test_deterministic_whatever_came_before():
+    pages = [decode_html(PAGES[k[0]], "utf-8") for k in KNOWN]
+    first = [main_content_text(p) for p in pages]
+    assert [main_content_text(p) for p in reversed(pages)] == first[::-1]
+
+
+@pytest.mark.parametrize("method", [*METHODS, "datapipe+markdown"])
+def test_every_method_gives_the_same_text_in_the_sandbox(method):
+    ex = (
+        HtmlExtractor(method="datapipe", markdown=True)
+        if method == "datapipe+markdown"
+        else HtmlExtractor(method)
+    )
+    items = [(PAGES[k[0]], "utf-8") for k in KNOWN[:4]] + [(VALGRIND.read_bytes(), "utf-8")]
+    box = Sandbox(ex, timeout_s=30)
+    try:
+        assert box.run(items) == [ex(i) for i in items]
+    finally:
+        box.close()
+
+
+# -- Trafilatura's cache ---------------------------------------------------------------------------------------
+
+
+def test_trafilatura_fineweb_clears_only_its_duplicate_cache():
+    """The same text as clearing every cache (and collecting garbage) before each page, in any order."""
+    from trafilatura import extract
+    from trafilatura.meta import reset_caches
+
+    from datapipe.extract.html import TRAFILATURA_PRESETS
+
+    pages = [decode_html(PAGES[k[0]], "utf-8") for k in KNOWN]
+    pages += pages[:2]  # a page seen before must not lose its text to the duplicate cache
+
+    def full_reset(html: str) -> str:
+        reset_caches()
+        return (
+            extract(html, output_format="txt", with_metadata=False, **TRAFILATURA_PRESETS["fineweb"]) or ""
+        ).strip()
+
+    expected = [full_reset(p) for p in pages]
+    assert [trafilatura_text(p, "fineweb") for p in pages] == expected
+    assert expected[-1] == expected[1] and expected[1]
+
+
+# -- Unicode spaces --------------------------------------------------------------------------------------------
+
+
+def test_spaces_are_unicode_space_separators():
+    zs = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"} - {" "}
+    assert set(SPACES) == zs
+    assert normalize_spaces("a\u00a0b\u2009c\u3000d\u2028e") == "a b c d\ne"
+    plain = "nothing to do"
+    assert normalize_spaces(plain) is plain
+
+
+def test_valgrind_readme_reads_as_english_after_normalization():
+    raw = VALGRIND.read_bytes()
+    lid = LanguageIdentifier()
+    joined = HtmlExtractor(method="resiliparse")((raw, "utf-8"))
+    assert joined.count("\u00a0") > 100  # every word joined by U+00A0: the page this rule is for
+    assert lid.predict(joined).language != "en"
+    for method in METHODS:
+        text = normalize_spaces(HtmlExtractor(method)((raw, "utf-8")))
+        assert "\u00a0" not in text
+        pred = lid.predict(text)
+        assert pred.language == "en" and pred.score > 0.5, (method, pred)
+
+
+# -- the stage: every page accounted for -----------------------------------------------------------------------
+
+
+def _stage(tmp_path: Path, **extract) -> tuple[ExtractStage, Path]:
+    mix = load_mixture("dclm_phase3.yaml", search=(BUNDLED,))
+    src = replace(mix.source("dolmino_dclm"), langid=None, extract=ExtractConfig(**extract))
+    return ExtractStage(src, str(tmp_path / "out")), tmp_path / "in.warc.gz"
+
+
+def test_stage_normalizes_spaces_and_counts(tmp_path):
+    stage, warc = _stage(tmp_path, method="resiliparse")
+    write_warc(
+        warc, [("https://valgrind.org/docs/manual/dist.readme.html", VALGRIND.read_bytes(), "text/html")]
+    )
+    stats = stage.process_shard(Shard(0, str(warc), warc.name))
+    stage.teardown()
+    assert stats.docs_kept == 1 and stats.counters["extract/spaces_normalized"] == 1
+    (doc,) = read_records(stage.part_url(Shard(0, str(warc), warc.name)))
+    assert "\u00a0" not in doc["text"] and "Release notes for Valgrind" in doc["text"]
+
+
+def test_stage_states_why_a_huge_or_slow_page_went(tmp_path):
+    """A page over ``max_bytes`` is never parsed (extract/too_large); one that takes longer than ``timeout_s``
+    is killed (extract/timeout); the others are kept, in order."""
+    paras = "".join(
+        f'<div class="c{i % 7}"><p>Paragraph {i} says a few words, and a <a href="/x{i}">link</a>.</p></div>'
+        for i in range(40000)
+    )
+    slow = f"<html><body>{paras}</body></html>".encode()  # ~4 MB: Trafilatura needs ~20 s
+    huge = b"<html><body>" + b"<p>too much</p>" * 700_000 + b"</body></html>"  # ~10 MB
+    ok = PAGES[KNOWN[0][0]]
+    stage, warc = _stage(tmp_path, method="trafilatura", timeout_s=1.0, max_bytes=8 << 20)
+    write_warc(
+        warc,
+        [
+            ("https://a.example/1", ok, "text/html"),
+            ("https://a.example/2", huge, "text/html"),
+            ("https://a.example/3", slow, "text/html"),
+            ("https://a.example/4", ok, "text/html"),
+        ],
+    )
+    shard = Shard(0, str(warc), warc.name)
+    stats = stage.process_shard(shard)
+    stage.teardown()
+    assert stats.balanced and stats.docs_in == 4 and stats.docs_kept == 2
+    assert stats.removed["extract/too_large"] == 1 and stats.removed["extract/timeout"] == 1
+    assert [d["metadata"]["url"] for d in read_records(stage.part_url(shard))] == [
+        "https://a.example/1",
+        "https://a.example/4",
+    ]
