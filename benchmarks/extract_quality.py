@@ -1,0 +1,181 @@
+"""Main-content extraction quality and speed: every extraction method on the same real pages, in one process.
+
+Data: Trafilatura's evaluation corpus, 990 real pages with snippets that a correct extraction contains (``with``)
+and must not contain (``without``), as fetched to ``../shared/data/extraction-dev/pages.jsonl.zst`` (see its
+README). The pages are split once by a hash of their URL: a third (``sha256(url) % 3 == 0``, 343 pages) is the
+held-out part, never looked at while the extractor was tuned; the rest (647 pages) is the tuning part. Both are
+reported; the last line is for the held-out part.
+
+Metric (Trafilatura's own): whitespace normalized, per page a ``with`` snippet found is a true positive, one not
+found a false negative, a ``without`` snippet found a false positive; summed over pages, then precision, recall
+and F1. Speed: each page is decoded once, then every method extracts it in turn, in a rotating order, ``--repeat``
+times; a method's time on a page is its fastest try, its speed pages / summed time. Methods: ``datapipe`` (the
+default), ``resiliparse`` (main content, as DCLM) and ``trafilatura`` with each of Marin's presets (the comparison
+takes the best F1 among them, and the speed of that preset).
+
+Run: ``.venv/bin/python benchmarks/extract_quality.py``. Last line:
+``bench: extract_quality f1=X precision=P recall=R trafilatura_f1=Y speed_vs_trafilatura=S speed_vs_resiliparse=T``.
+Targets (issue 22): f1 >= trafilatura_f1, speed_vs_trafilatura >= 10, speed_vs_resiliparse >= 0.6.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import zstandard  # noqa: E402
+
+from datapipe.extract.content import main_content_text  # noqa: E402
+from datapipe.extract.html import decode_html, html_to_text, trafilatura_text  # noqa: E402
+
+DEV = REPO.parent / "shared" / "data" / "extraction-dev" / "pages.jsonl.zst"
+EXPECTED_PAGES = 990
+METHODS: dict[str, Callable[[str], str]] = {
+    "datapipe": main_content_text,
+    "resiliparse": html_to_text,
+    "trafilatura/default": lambda html: trafilatura_text(html, "default"),
+    "trafilatura/fineweb": lambda html: trafilatura_text(html, "fineweb"),
+}
+_WS = re.compile(r"\s+")
+
+
+@dataclass
+class Page:
+    url: str
+    html: str
+    with_: list[str]
+    without: list[str]
+    part: str
+
+
+@dataclass
+class Score:
+    tp: int = 0
+    fn: int = 0
+    fp: int = 0
+    seconds: float = 0.0
+    pages: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / max(1, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        return self.tp / max(1, self.tp + self.fn)
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
+    def docs_per_s(self) -> float:
+        return self.pages / self.seconds if self.seconds else 0.0
+
+
+def part_of(url: str) -> str:
+    """The fixed split: a third of the pages, by a hash of the URL, is held out."""
+    return "heldout" if int(hashlib.sha256(url.encode()).hexdigest(), 16) % 3 == 0 else "tune"
+
+
+def load_pages(path: Path) -> list[Page]:
+    if not path.is_file():
+        raise SystemExit(f"extract_quality: the dev set is not at {path} (see ../shared/data/README.md)")
+    with open(path, "rb") as f:
+        data = zstandard.ZstdDecompressor().stream_reader(f).read()
+    pages = []
+    for line in io.StringIO(data.decode("utf-8")):
+        rec = json.loads(line)
+        html = decode_html(
+            base64.b64decode(rec["html_b64"]), None
+        )  # as a crawl reader without a header would
+        pages.append(Page(rec["url"], html, rec["with"], rec["without"], part_of(rec["url"])))
+    if len(pages) < EXPECTED_PAGES:
+        raise SystemExit(
+            f"extract_quality: {path} has {len(pages)} pages, the benchmark needs {EXPECTED_PAGES}"
+        )
+    return pages
+
+
+def norm(s: str) -> str:
+    return _WS.sub(" ", s).strip()
+
+
+def judge(page: Page, text: str, score: Score) -> None:
+    text = norm(text)
+    for s in page.with_:
+        if norm(s) in text:
+            score.tp += 1
+        else:
+            score.fn += 1
+    score.fp += sum(norm(s) in text for s in page.without)
+
+
+def run(pages: list[Page], repeat: int) -> dict[tuple[str, str], Score]:
+    scores = {(m, part): Score() for m in METHODS for part in ("tune", "heldout")}
+    names = list(METHODS)
+    for k, page in enumerate(pages):
+        order = names[k % len(names) :] + names[: k % len(names)]
+        best = dict.fromkeys(names, float("inf"))
+        texts: dict[str, str] = {}
+        for _ in range(repeat):
+            for name in order:
+                t0 = time.perf_counter()
+                try:
+                    texts[name] = METHODS[name](page.html)
+                except Exception as e:  # a method that fails on a page finds nothing there
+                    texts[name] = ""
+                    scores[name, page.part].failures.append(f"{page.url}: {type(e).__name__}")
+                best[name] = min(best[name], time.perf_counter() - t0)
+        for name in names:
+            s = scores[name, page.part]
+            judge(page, texts[name], s)
+            s.seconds += best[name]
+            s.pages += 1
+    return scores
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dev", type=Path, default=DEV)
+    ap.add_argument("--repeat", type=int, default=2, help="tries per page and method; the fastest counts")
+    args = ap.parse_args()
+    if (os.cpu_count() or 1) < 2:
+        raise SystemExit("extract_quality: needs >= 2 cores (one for this process, one for the rest)")
+    pages = load_pages(args.dev)
+    gc.collect()
+    scores = run(pages, args.repeat)
+    print(f"{'method':<22}{'part':<9}{'pages':>6}{'precision':>11}{'recall':>8}{'F1':>7}{'docs/s':>9}")
+    for (name, part), s in scores.items():
+        print(
+            f"{name:<22}{part:<9}{s.pages:>6}{s.precision:>11.3f}{s.recall:>8.3f}{s.f1:>7.3f}{s.docs_per_s:>9.1f}"
+            + (f"  ({len(s.failures)} failed)" if s.failures else "")
+        )
+    ours = scores["datapipe", "heldout"]
+    traf = max((scores[m, "heldout"] for m in METHODS if m.startswith("trafilatura")), key=lambda s: s.f1)
+    resi = scores["resiliparse", "heldout"]
+    print(
+        f"bench: extract_quality f1={ours.f1:.3f} precision={ours.precision:.3f} recall={ours.recall:.3f} "
+        f"trafilatura_f1={traf.f1:.3f} speed_vs_trafilatura={ours.docs_per_s / traf.docs_per_s:.1f} "
+        f"speed_vs_resiliparse={ours.docs_per_s / resi.docs_per_s:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
