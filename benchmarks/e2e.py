@@ -17,7 +17,7 @@ the resident sets of its process tree every 0.2 s to give each stage its own pea
 seconds (user + sys) of everything it reaped, a figure less sensitive than wall time to other load on the machine.
 
 * datapipe: ``python -m pipelines.build_mixture --direct_running_mode=multi_processing --direct_num_workers=2`` on a
-  one-source mixture (warc, lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
+  one-source mixture (warc, the default extractor (``--extract`` picks another), lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
   bundled ``fixture_quality`` classifier trained beforehand, untimed, GPT-2), after an untimed warm-up build on
   every 20th page (a fresh checkout's first build compiles numba's caches, ~10 s). Stage times come from its
   ``ran in`` lines.
@@ -36,7 +36,7 @@ seconds (user + sys) of everything it reaped, a figure less sensitive than wall 
   their ``time_stats`` in ``stats.json`` (``MinhashDedupSignature`` times its whole input loop, so the upstream
   steps' times are taken off it).
 
-Kept overlap, where the two recipes are meant to agree: the extractors are not (resiliparse and Trafilatura lay a
+Kept overlap, where the two recipes are meant to agree: the extractors are not (ours and Trafilatura lay a
 page out in different lines, and Gopher's duplicate-line rule reads lines), the rules after them are. So datatrove's
 filters and four MinHash stages also run, untimed, over our extract stage's output (the English pages as our
 extractor wrote them, read with its ``JsonlReader``), and ``kept_overlap`` is the Jaccard of the page URLs kept after
@@ -320,7 +320,9 @@ def train_classifier(work: Path) -> str:
     return m.group(1)
 
 
-def write_mixture(path: Path, corpus: Path, model: str, threshold: float, timeout: float) -> None:
+def write_mixture(
+    path: Path, corpus: Path, model: str, threshold: float, timeout: float, extract: str = "datapipe"
+) -> None:
     path.write_text(
         f"""name: e2e
 data_root: {corpus}
@@ -331,7 +333,7 @@ sources:
     weight: 1
     format: warc
     paths: ["web-*.warc.gz"]
-    extract: {{method: resiliparse, main_content: true, timeout_s: {timeout}}}
+    extract: {{method: {extract}, timeout_s: {timeout}}}
     langid: {{languages: [en], min_score: 0.65}}
     filters: {{preset: refinedweb}}
     dedup: {{exact: true, minhash: {{preset: fineweb}}}}
@@ -342,9 +344,17 @@ sources:
     )
 
 
-def run_datapipe(corpus: Path, work: Path, tag: str, model: str, threshold: float, timeout: float) -> dict:
+def run_datapipe(
+    corpus: Path,
+    work: Path,
+    tag: str,
+    model: str,
+    threshold: float,
+    timeout: float,
+    extract: str = "datapipe",
+) -> dict:
     mixture, out = work / f"mixture-{tag}.yaml", work / f"out-{tag}"
-    write_mixture(mixture, corpus, model, threshold, timeout)
+    write_mixture(mixture, corpus, model, threshold, timeout, extract)
     shutil.rmtree(out, ignore_errors=True)
     from pipelines.build_mixture import command
 
@@ -731,6 +741,12 @@ def main() -> None:
         "--timeout", type=float, default=5.0, help="per-page extraction timeout, both sides (5 s)"
     )
     ap.add_argument(
+        "--extract",
+        default="datapipe",
+        choices=("datapipe", "resiliparse", "trafilatura"),
+        help="our extraction method (default: datapipe's, the mixture default)",
+    )
+    ap.add_argument(
         "--alpha-rule",
         action="store_true",
         help="datatrove side: keep GopherQualityFilter's default 80%% alphabetic-words rule (refinedweb has none)",
@@ -761,7 +777,7 @@ def main() -> None:
         warm = work / "corpus-warmup"
         shutil.rmtree(warm, ignore_errors=True)
         build_corpus(warm, pages[::20], 1, shards=2)  # every 20th page: all languages and manuals
-        run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout)
+        run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout, args.extract)
         print(f"warm-up build (untimed, {len(pages[::20])} pages): {time.perf_counter() - t0:.0f} s")
 
         # each size's corpus is written just before its run (and synced): with every corpus written first, the 1x
@@ -775,7 +791,9 @@ def main() -> None:
             mb = sum(p.stat().st_size for p in corpora[k].iterdir()) / MIB
             print(f"corpus {k}x: {n:,} records, {mb:,.0f} MiB gzipped WARC, {time.perf_counter() - t0:.0f} s")
             os.sync()
-            ours[k] = run_datapipe(corpora[k], work, f"{k}x", model, args.threshold, args.timeout)
+            ours[k] = run_datapipe(
+                corpora[k], work, f"{k}x", model, args.threshold, args.timeout, args.extract
+            )
             print(f"datapipe {k}x: {ours[k]['wall']:.1f} s, peak RSS {_mib(ours[k]['maxrss'])} MiB")
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")

@@ -209,4 +209,7 @@ def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
     model.save_model(str(softmax))
     assert read_model(str(softmax)) is None
     lid = LanguageIdentifier(str(softmax))  # fastText's own predict
-    assert lid._fast is None and lid.predict("Der Hund bellt laut").language in {"de", "en", "it", "es"}
+    # which language a 1-epoch, 8-dimension model names for 4 words is chance (it varied under load): the contract
+    # is that fastText's own prediction is returned
+    text = "Der Hund bellt laut"
+    assert lid._fast is None and lid.predict(text).language == _fasttext_top(model, text)[0]

@@ -10,7 +10,8 @@ that share reaches the threshold (a short item: when it appears whole). Bloom mo
 with its item's size class (the power of two at or below the item's n-gram count): a text is flagged when, in some
 class ``b``, its distinct matching n-grams reach ``threshold * b``, or when a short item's words appear whole. An
 item exact mode catches (``threshold * c`` of its ``c >= b`` n-grams) is always caught, a text sharing a short common
-phrase with a long item is not, and items cannot be named.
+phrase with a long item is not (unless it also shares n-grams with other items of that size class: the matches are
+summed over the class), and items cannot be named.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ BLOCK_TAGS = frozenset(
 STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 CELLS = frozenset({"td", "th"})
-MAX_DEPTH = 256  # deeper elements are not visited (pathological nesting; a page's real depth is under ~60)
+MAX_DEPTH = 256  # below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
 _TEXT, _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = range(6)
 _BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
 _WHAT = {
@@ -388,12 +388,16 @@ class _Walker:
             elif what == _INLINE:
                 if deeper < MAX_DEPTH:
                     self.walk(child, deeper)
+                else:
+                    append(child.text(deep=True))
             elif what == _STRUCTURAL:
                 self.element(child, tag, deeper)
             elif what == _LINK:
                 self.link += 1
                 if deeper < MAX_DEPTH:
                     self.walk(child, deeper)
+                else:
+                    append(child.text(deep=True))
                 self.link -= 1
             elif what == _BREAK:
                 append(_BR)
@@ -459,6 +463,8 @@ class _Walker:
             self.parts.append(" | ")
         if depth < MAX_DEPTH:
             self.walk(node, depth)
+        else:  # pathological nesting: the rest of the subtree is one run of text, gathered in C
+            self.parts.append(node.text(deep=True))
         if (block or kind is not None) and self.parts:
             self.flush()
         self.kind = outer
