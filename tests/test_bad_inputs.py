@@ -299,7 +299,9 @@ def test_truncated_compressed_jsonl_keeps_the_lines_before_the_cut(built, name):
     stats = shard_stats(out, "jsonl", name)
     assert stats["skipped"] == {"read/corrupt_region": 1}
     assert stats["removed"] == ({"read/truncated_record": 1} if partial.strip() else {})
-    originals = [normalize_spaces(orjson.loads(line)["text"]) for line in lines]  # normalize_spaces: default on
+    originals = [
+        normalize_spaces(orjson.loads(line)["text"]) for line in lines
+    ]  # normalize_spaces: default on
     assert [d["text"] for d in kept(out, "jsonl", name)] == originals
     tally("bad_inputs", 1)
     tally("crashes", 0)

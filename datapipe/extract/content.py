@@ -182,8 +182,8 @@ BLOCK_TAGS = frozenset(
 # elements whose attributes are read: blocks and the other containers a page names its parts with
 STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-CELLS = frozenset({"td", "th"})
-MAX_DEPTH = 256  # below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
+# below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
+MAX_DEPTH = 256
 _TEXT, _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = range(6)
 _BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
 _WHAT = {
@@ -195,7 +195,6 @@ _WHAT = {
     **{t: _STRUCTURAL for t in STRUCTURAL},
 }
 _CAMEL = re.compile(r"([a-z])([A-Z])")
-_SPLIT = re.compile(r"[^a-z]+")
 _NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
 _BLANKS = re.compile(r"\n{3,}")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
@@ -299,11 +298,6 @@ def classify_name(names: str) -> tuple[bool, int]:
             return False, 0
         boiler = boiler or verdict < 0
     return boiler, 0
-
-
-def is_boilerplate_name(name: str) -> bool:
-    """Whether a class or id value names a part of the page that is not the article."""
-    return classify_name(name)[0]
 
 
 @dataclass(slots=True)
