@@ -212,6 +212,29 @@ def test_vocabulary_is_prematched():
     assert all(content._HINT.search(t) for t in content.BOILERPLATE_TOKENS)
     assert content.classify_one("relatedPosts") == -1 and content.classify_one("entry-content") == 1
     assert content.classify_one("ArticleBody-related-coverage") == -1  # a part of the body, named after it
+    assert all(content._HINT.search(n) for n in content.ROOT_NAMES)
+    assert content.classify_name("RelatedPosts") == (True, 0)  # the hint is matched case-blind
+
+
+def test_numbered_names_are_judged_by_their_words():
+    """Digits become zeros before the cached verdict: numbered variants share it, and a part with a digit stays
+    no word (``ad1`` is no ``ads``, ``top10-nav`` is no ``nav`` but ``nav-10`` is)."""
+    content.forget_names()
+    assert content.classify_name("menu-item menu-item-1234") == content.classify_name(
+        "menu-item menu-item-77"
+    )
+    assert content.classify_name("nav-10") == (True, 0) and content.classify_name("top10nav x") == (False, 0)
+    assert content.classify_name("post-4373 entry-content") == (False, 1)
+    assert content.classify_name("ads1") == (False, 0)
+
+
+def test_tags_by_id_and_custom_elements():
+    """The walk dispatches on lexbor's tag ids: every named tag has its own, and a custom element is inline."""
+    assert len(content._WHAT_BY_ID) == len(content._WHAT) + 2
+    text = main_content_text(
+        _page(f"<p>{PARA}<my-widget>inline words</my-widget> end</p><x-box><p>{PARA}</p></x-box>")
+    )
+    assert "inline words end" in text and text.count(PARA.strip()) == 2
 
 
 # -- determinism and the sandbox -------------------------------------------------------------------------------

@@ -187,44 +187,56 @@ MAX_DEPTH = 256
 _TEXT, _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = range(6)
 _BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
 _WHAT = {
-    "-text": _TEXT,
-    "-comment": _SKIP,
     "a": _LINK,
     "br": _BREAK,
     **{t: _SKIP for t in SKIP_TAGS},
     **{t: _STRUCTURAL for t in STRUCTURAL},
 }
+
+
+def _ids() -> dict[int, int]:
+    """:data:`_WHAT` by lexbor's tag id: the walk reads a node's id, not its name (a new string per node). Ids of
+    the standard tags are lexbor's constants; a custom tag's id is above them all, so it is inline, as it should."""
+    doc = LexborHTMLParser("text<!-- comment -->")
+    out = {doc.create_node(tag).tag_id: what for tag, what in _WHAT.items()}
+    text = doc.body.child if doc.body is not None else None
+    assert text is not None and text.next is not None
+    out[text.tag_id] = _TEXT
+    out[text.next.tag_id] = _SKIP
+    return out
+
+
+_WHAT_BY_ID = _ids()
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
+
 _BLANKS = re.compile(r"\n{3,}")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
-# Content-root names, in tiers (lower wins); matched as word-token sequences of a class or id.
-ROOT_NAMES = {
-    1: (
-        "article body",
-        "articlebody",
-        "article content",
-        "article text",
-        "articletext",
-        "entry content",
-        "entry body",
-        "post content",
-        "post body",
-        "postbody",
-        "post text",
-        "post entry",
-        "story body",
-        "story content",
-        "text content",
-        "rich text",
-        "richtext",
-        "field body",
-        "body text",
-        "page content",
-        "main text",
-    ),
-}
+# Names of an article body (the first tier of content roots); matched as word-token sequences of a class or id.
+ROOT_NAMES = (
+    "article body",
+    "articlebody",
+    "article content",
+    "article text",
+    "articletext",
+    "entry content",
+    "entry body",
+    "post content",
+    "post body",
+    "postbody",
+    "post text",
+    "post entry",
+    "story body",
+    "story content",
+    "text content",
+    "rich text",
+    "richtext",
+    "field body",
+    "body text",
+    "page content",
+    "main text",
+)
 ROOT_CSS = "article, main, [itemprop=articleBody], [role=main]"
 SKIP_SHARE = 0.1  # a part named as boilerplate with less of the page's text is decided without visiting it
 ROOT_MIN_CHARS = 250
@@ -246,49 +258,78 @@ def name_tokens(name: str) -> list[str]:
     digit is a generated hash or a number and gives none (``"Layout_main__2pNav"`` -> ``["layout", "main"]``)."""
     out: list[str] = []
     for part in _PARTS.split(name):
-        if part and not _DIGIT.search(part):
-            out.extend(t for t in _CAMEL.sub(r"\1 \2", part).lower().split() if t)
+        if not part.isalpha():  # empty, or a digit in it (parts are ASCII letters and digits)
+            continue
+        if part.islower():
+            out.append(part)
+        else:
+            out.extend(_CAMEL.sub(r"\1 \2", part).lower().split())
     return out
 
 
 _PARTS = re.compile(r"[^A-Za-z0-9]+")
-_DIGIT = re.compile(r"[0-9]")
-_ROOT_RE = re.compile(
-    r"(?:^| )(?:" + "|".join(re.escape(n) for names in ROOT_NAMES.values() for n in names) + r")(?: |$)"
-)
+# the root names as token tuples: one word (``articlebody``) or two (``article body``)
+_ROOT_ONE = frozenset(n for n in ROOT_NAMES if " " not in n)
+_ROOT_TWO = frozenset(tuple(n.split()) for n in ROOT_NAMES if " " in n)
+assert all(len(t) == 2 for t in _ROOT_TWO)
+
+
+def _root_end(toks: list[str]) -> int:
+    """Where the first content-root name in the tokens ends, or 0 when none is there."""
+    for i, tok in enumerate(toks):
+        if tok in _ROOT_ONE:
+            return i + 1
+        if i + 1 < len(toks) and (tok, toks[i + 1]) in _ROOT_TWO:
+            return i + 2
+    return 0
 
 
 # every vocabulary token and content-root name contains one of these: a name without any is decided by one
-# regular-expression search, without being split into tokens (most names are such)
+# regular-expression search, without being split into tokens (most names are such). Matched on the lowered
+# name: with ``re.IGNORECASE`` a search that finds nothing took 4-7x as long.
 _HINT = re.compile(
     "nav|menu|crumb|foot|side|bar|shar|social|relat|recommend|recirc|promo|advert|ads|sponsor|cookie|consent|"
     "gdpr|newsletter|subscri|signup|paywall|comment|disqus|respond|rating|tag|pag|prevnext|login|popup|skip|"
-    "screen|sronly|author|bio|caption|credit|copyright|byline|body|content|text|entry|story|post",
-    re.IGNORECASE,
+    "screen|sronly|author|bio|caption|credit|copyright|byline|body|content|text|entry|story|post"
 )
 
 
 @functools.lru_cache(maxsize=16384)
 def classify_one(name: str) -> int:
     """One class name or id: 1 names a content root, -1 boilerplate, 0 neither."""
-    if not _HINT.search(name):
+    if not _HINT.search(name.lower()):
         return 0
     # a BEM modifier (``o-section--has-ads``) states, it names nothing
     toks = name_tokens(name.split("--", 1)[0])
     if not toks or toks[0] in STATE_PREFIXES:
         return 0
-    joined = " ".join(toks)
-    root = _ROOT_RE.search(joined)
-    if root is not None:
+    end = _root_end(toks)
+    if end:
         # a part named after the body (``ArticleBody-related-coverage``) is that part, not the body
-        after = joined[root.end() :].split()
-        return -1 if not BOILERPLATE_TOKENS.isdisjoint(after) else 1
+        return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks[end:]) else 1
     return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks) else 0
 
 
+@functools.lru_cache(maxsize=65536)
 def classify_name(names: str) -> tuple[bool, int]:
     """(whether a class-and-id value names boilerplate, the content-root tier it names or 0), judged per class
-    name; a content-root name wins over a boilerplate one (``entry-content no-share``)."""
+    name; a content-root name wins over a boilerplate one (``entry-content no-share``).
+
+    Digits are ignored by :func:`name_tokens` (a part with one is a hash or a number), so every digit becomes
+    ``0`` first: ``menu-item-1234`` and ``menu-item-1235`` are then one cache entry. A page has ~190 distinct
+    class values, most unseen on earlier pages, and judging them anew was half the walk's time. Cached twice: as
+    written (a page repeats half its values) and with numbers zeroed."""
+    return _classify_value(names.encode("utf-8", "surrogatepass").translate(_ZEROS))
+
+
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")  # on bytes: 10x as fast as str.translate
+
+
+@functools.lru_cache(maxsize=65536)
+def _classify_value(key: bytes) -> tuple[bool, int]:
+    names = key.decode("utf-8", "surrogatepass")
+    if not _HINT.search(names.lower()):
+        return False, 0
     boiler = False
     for name in names.split():
         verdict = classify_one(name)
@@ -298,6 +339,13 @@ def classify_name(names: str) -> tuple[bool, int]:
             return False, 0
         boiler = boiler or verdict < 0
     return boiler, 0
+
+
+def forget_names() -> None:
+    """Empty the name classifiers' caches, so that the next page is judged as on a fresh process (benchmarks)."""
+    classify_name.cache_clear()
+    _classify_value.cache_clear()
+    classify_one.cache_clear()
 
 
 @dataclass(slots=True)
@@ -319,21 +367,24 @@ class Container:
     start: int
     end: int = -1
     chars: int = 0
-    name: str = ""  # tag, role, class and id: what the audit shows
+    tag: str = ""
+    attrs: dict[str, str | None] | None = None
     skipped: bool = False  # decided during the walk: its text was not visited
+
+    @property
+    def name(self) -> str:
+        """Tag, role, id and class (``div@navigation#menu.main-nav|top``): what the audit shows. Written only
+        when asked for: most containers hold no kept-or-dropped block worth naming."""
+        out = self.tag
+        if self.attrs:
+            for key, mark in (("role", "@"), ("id", "#"), ("class", ".")):
+                value = self.attrs.get(key)
+                if value:
+                    out += mark + "|".join(value.split())
+        return out
 
 
 _KINDS = {**{h: h for h in HEADINGS}, "li": "li", "dd": "li", "dt": "li", "tr": "tr", "pre": "pre"}
-
-
-def _describe(tag: str, attrs: dict[str, str | None]) -> str:
-    out = tag
-    if attrs:
-        for key, mark in (("role", "@"), ("id", "#"), ("class", ".")):
-            value = attrs.get(key)
-            if value:
-                out += mark + "|".join(value.split())
-    return out
 
 
 class _Walker:
@@ -368,14 +419,19 @@ class _Walker:
     def walk(self, node: LexborNode, depth: int = 0) -> None:
         child = node.child
         deeper = depth + 1
-        append = self.parts.append
-        what_of = _WHAT.get
+        parts = self.parts
+        append = parts.append
+        what_of = _WHAT_BY_ID.get
         while child is not None:
-            tag = child.tag or ""
-            what = what_of(tag, _INLINE)
+            what = what_of(child.tag_id, _INLINE)
             if what == _TEXT:
+                # whitespace at the start of a block is stripped anyway (most text nodes are indentation between
+                # blocks): not reading it spares a string and a flush
+                if not parts and child.is_empty_text_node:
+                    child = child.next
+                    continue
                 text = child.text_content
-                if text:
+                if text and (parts or not text.isspace()):
                     append(text)
                     if self.link:
                         self.link_chars += len(text.strip())
@@ -385,7 +441,7 @@ class _Walker:
                 else:
                     append(child.text(deep=True))
             elif what == _STRUCTURAL:
-                self.element(child, tag, deeper)
+                self.element(child, child.tag or "", deeper)
             elif what == _LINK:
                 self.link += 1
                 if deeper < MAX_DEPTH:
@@ -437,17 +493,15 @@ class _Walker:
                 chars < ROOT_MIN_CHARS or node.css_first(ROOT_CSS) is None
             ):
                 n = len(self.blocks)
-                self.containers.append(
-                    Container("boiler", 0, n, n, chars, _describe(tag, attrs), skipped=True)
-                )
+                self.containers.append(Container("boiler", 0, n, n, chars, tag, attrs, skipped=True))
                 return
         if boiler:
-            opened = Container("boiler", 0, len(self.blocks), name=_describe(tag, attrs))
+            opened = Container("boiler", 0, len(self.blocks), tag=tag, attrs=attrs)
             self.containers.append(opened)
             if self.boiler < 0:
                 self.boiler = len(self.containers) - 1
         elif tier:
-            opened = Container("root", tier, len(self.blocks), name=_describe(tag, attrs))
+            opened = Container("root", tier, len(self.blocks), tag=tag, attrs=attrs)
             self.containers.append(opened)
         kind = _KINDS.get(tag)
         outer = self.kind
@@ -508,6 +562,15 @@ def choose_root(containers: list[Container], total: int) -> list[Container]:
     return out
 
 
+def _is_notice(text: str) -> bool:
+    """A copyright sign or words in the text; the regular expression only where a plain substring test found a
+    candidate (a case-blind search that finds nothing took a quarter of the decisions' time)."""
+    low = text.lower()
+    return ("©" in low or "(c)" in low or "copyright" in low or "rights reserved" in low) and bool(
+        _NOTICE.search(text)
+    )
+
+
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     """Why each block goes ("" for a block kept): a pure function of the walk's record (see the module docstring).
     The first rule that drops a block names it: ``name:<the container>``, ``outside-root``, ``links``,
@@ -530,8 +593,9 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             _inside(r, c) or (_inside(c, r) and c.chars >= KEEP_SHARE * r.chars) for r in roots
         ):
             continue  # a wrapper named for a state (``<div class="entry share">``) around the article
+        label = "name:" + c.name
         for i in range(c.start, c.end):
-            why[i] = why[i] or "name:" + c.name
+            why[i] = why[i] or label
     # 3. the content roots, and the title and lead: from the last <h1> before the first root to it
     if roots:
         inside = [False] * n
@@ -549,7 +613,7 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             continue
         if b.link_chars > LINK_DENSITY * b.chars:
             why[i] = "links"
-        elif b.chars < NOTICE_CHARS and _NOTICE.search(b.text):
+        elif b.chars < NOTICE_CHARS and _is_notice(b.text):
             why[i] = "notice"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-# Unicode's category Zs without U+0020 (tests/test_extract_quality.py checks it against unicodedata)
+# Unicode's category Zs without U+0020 (tests/test_extract_content.py checks it against unicodedata)
 SPACES = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 _SPACE = re.compile(f"[{SPACES}]")
 _LINE = re.compile("[\u2028\u2029]")
@@ -28,3 +28,10 @@ def normalize_spaces(text: str) -> str:
     if _LINE.search(text) is not None:
         text = _LINE.sub("\n", text)
     return text
+
+
+def as_written(text: str, *, extracted: bool, normalize: bool) -> str:
+    """The text as the extract stage writes it: text extracted from HTML always gets its spaces normalized, a
+    JSONL/Parquet text when the source says so (``extract.normalize_spaces``). The one rule for every reader
+    of that text (the stage, the quality trainer's examples)."""
+    return normalize_spaces(text) if extracted or normalize else text

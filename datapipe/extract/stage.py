@@ -15,7 +15,7 @@ from typing import Any
 from datapipe.config.mixture import SourceConfig
 from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
-from datapipe.extract.spaces import normalize_spaces
+from datapipe.extract.spaces import as_written
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
@@ -88,11 +88,10 @@ class ExtractStage:
         return out
 
     def _keep(self, rec: dict, text: str, stats: StageStats, extracted: bool) -> bool:
-        if extracted or self.source_config.extract.normalize_spaces:
-            spaced = normalize_spaces(text)
-            if spaced is not text:
-                stats.counters["extract/spaces_normalized"] += 1
-                text = spaced
+        spaced = as_written(text, extracted=extracted, normalize=self.source_config.extract.normalize_spaces)
+        if spaced is not text:
+            stats.counters["extract/spaces_normalized"] += 1
+            text = spaced
         if not text.strip():
             stats.remove("extract/empty")
             return False

@@ -24,7 +24,7 @@ import numpy as np
 from datapipe.config.recipe import Recipe
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
-from datapipe.extract.spaces import normalize_spaces
+from datapipe.extract.spaces import as_written
 from datapipe.io import fs
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import make_shards
@@ -72,8 +72,7 @@ def examples(recipe: Recipe, side: str) -> list[str]:
         for shard in make_shards(files, recipe.data_root):
             for rec in read_shard(shard, recipe.name, src.format, src.text_field, "id", ReadTally()):
                 text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
-                if "html" in rec or src.extract.normalize_spaces:  # the text the extract stage writes
-                    text = normalize_spaces(text)
+                text = as_written(text, extracted="html" in rec, normalize=src.extract.normalize_spaces)
                 texts.extend(u for u in _units(text, recipe) if u.strip())
         if src.sample is not None and src.sample < len(texts):
             picked = sorted(random.Random(f"{recipe.seed}/{side}/{i}").sample(range(len(texts)), src.sample))
