@@ -88,9 +88,12 @@ def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
     assert (json.loads((dt_out / "experiment.json").read_text()))["runner"] == "datatrove-local"
 
 
+@pytest.mark.slow
 def test_demo_mixture_on_the_local_executor_equals_beam(demo, tmp_path):
     """The acceptance check: the bundled demo mixture (10 sources; dedup, paragraphs, quality) on
-    ``--engine datatrove --executor local`` writes the Beam engine's mixture.json and caches byte for byte."""
+    ``--engine datatrove --executor local`` writes the Beam engine's mixture.json and caches byte for byte.
+    ~2 minutes, so in ``make test-all``; ``make test`` compares the engines on the small mixture (above) and on
+    the quality stage (tests/test_quality.py)."""
     beam_out, _ = demo
     out = tmp_path / "out"
     proc = run_build(
@@ -131,7 +134,7 @@ def test_phases_get_no_more_tasks_than_they_have_items(datatrove_small):
 
 
 @pytest.mark.reliability
-@pytest.mark.parametrize("moment", ["signatures", "shards"])
+@pytest.mark.parametrize("moment", [pytest.param("signatures", marks=pytest.mark.slow), "shards"])
 def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, tmp_path, moment):
     """SIGKILL once datatrove has marked a task of the dedup stage's ``moment`` phase complete, then a rerun: the
     completed task is skipped (its log is not rewritten), and the output equals the uninterrupted build."""

@@ -57,12 +57,15 @@ ORACLES = {
 }
 
 
+@pytest.mark.parametrize("every", [3, pytest.param(1, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", list(ORACLES))
-def test_same_decisions_as_datatrove(fixture_texts, name):
+def test_same_decisions_as_datatrove(fixture_texts, name, every):
+    """Our filter and datatrove's decide the same on every fixture text (``make test``: every third, in fixture
+    order; datatrove's filters take ~80 s over all of them)."""
     ours, theirs = ORACLES[name]
     assert len(fixture_texts) > 2000
     reasons = set()
-    for text in fixture_texts:
+    for text in fixture_texts[::every]:
         doc = FilterDoc(text)
         mine = ours(doc)
         expected, expected_text = _datatrove(theirs, text)

@@ -167,9 +167,13 @@ def _train(tmp_path: Path, **hyper):
             lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
     train = tmp_path / "train.txt"
     train.write_text("".join(lines), encoding="utf-8")
-    model = train_in_fresh_process(str(train), 0, hyper)
-    assert model is not None
-    return model, str(train)
+    # fastText on this small corpus now and then stops with "Encountered NaN" even in a fresh single-threaded
+    # process (seen once in ~10 runs, under load); the files these tests need come from any seed that converges
+    for seed in range(3):
+        model = train_in_fresh_process(str(train), seed, hyper)
+        if model is not None:
+            return model, str(train)
+    raise AssertionError(f"fastText diverged with seeds 0-2 ({hyper})")
 
 
 def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
@@ -204,7 +208,7 @@ def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
     cut = tmp_path / "cut.ftz"
     cut.write_bytes(Path(bundled_model_path()).read_bytes()[:5000])
     assert read_model(str(cut)) is None
-    model, _ = _train(tmp_path, loss="softmax", dim=8, epoch=1)
+    model, _ = _train(tmp_path, loss="softmax", dim=8, epoch=1, lr=0.05)
     softmax = tmp_path / "softmax.bin"
     model.save_model(str(softmax))
     assert read_model(str(softmax)) is None
