@@ -331,7 +331,7 @@ def test_stage_normalizes_spaces_and_counts(tmp_path):
 
 
 def test_stage_states_why_a_huge_or_slow_page_went(tmp_path):
-    """A page over ``max_bytes`` is never parsed (extract/too_large); one that takes longer than ``timeout_s``
+    """A page over ``max_bytes`` is never parsed (read/too_large: the reader skips it); one that takes longer than ``timeout_s``
     is killed (extract/timeout); the others are kept, in order."""
     paras = "".join(
         f'<div class="c{i % 7}"><p>Paragraph {i} says a few words, and a <a href="/x{i}">link</a>.</p></div>'
@@ -354,7 +354,7 @@ def test_stage_states_why_a_huge_or_slow_page_went(tmp_path):
     stats = stage.process_shard(shard)
     stage.teardown()
     assert stats.balanced and stats.docs_in == 4 and stats.docs_kept == 2
-    assert stats.removed["extract/too_large"] == 1 and stats.removed["extract/timeout"] == 1
+    assert stats.removed["read/too_large"] == 1 and stats.removed["extract/timeout"] == 1
     assert [d["metadata"]["url"] for d in read_records(stage.part_url(shard))] == [
         "https://a.example/1",
         "https://a.example/4",

@@ -68,6 +68,8 @@ class SourceConfig:
         }
         if self.format == "warc":
             out["extract"] = self.extract.to_dict()
+        elif "max_record_bytes" in (ex := self.extract.to_dict()):
+            out["max_record_bytes"] = ex["max_record_bytes"]
         if self.langid is not None:
             out["langid"] = self.langid.to_dict()
         return out

@@ -57,8 +57,9 @@ class Recipe:
         root = fs.local_path(d.pop("data_root")).rstrip("/") + "/"
         d.pop("file")
         for side in ("positive", "negative"):
-            for src in d[side]:
+            for src, given in zip(d[side], getattr(self, side), strict=True):
                 src["paths"] = [p[len(root) :] if p.startswith(root) else p for p in src["paths"]]
+                src["extract"] = given.extract.to_dict()  # as the extract stage hashes it
         return d
 
 

@@ -32,6 +32,9 @@ class TokenizerConfig:
         }
 
 
+MAX_RECORD_BYTES = 96 << 20
+
+
 @dataclass(frozen=True)
 class ExtractConfig:
     method: str = "datapipe"  # datapipe's main-content extractor; or "resiliparse" or "trafilatura"
@@ -40,11 +43,21 @@ class ExtractConfig:
     preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
     markdown: bool = False  # datapipe only: headings as "#" lines, table rows as "| a | b |", code fenced
     timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
-    max_bytes: int = 8 * 1024 * 1024  # a larger page is removed as extract/too_large, never parsed
+    max_bytes: int = (
+        8 * 1024 * 1024
+    )  # a larger page is removed as read/too_large, never held whole nor parsed
     normalize_spaces: bool = True  # Unicode spaces -> ASCII in JSONL/Parquet text (always in extracted text)
+    max_record_bytes: int = (
+        MAX_RECORD_BYTES  # a larger JSONL line / Parquet value / WET record: read/too_large
+    )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if (
+            self.max_record_bytes == MAX_RECORD_BYTES
+        ):  # added later: at its default, the stage hashes stay as built
+            del out["max_record_bytes"]
+        return out
 
 
 @dataclass(frozen=True)

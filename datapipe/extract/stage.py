@@ -128,13 +128,17 @@ class ExtractStage:
             pending.clear()
 
         tally = ReadTally()
-        for rec in read_shard(shard, cfg.name, cfg.format, cfg.text_field, cfg.id_field, tally):
+        for rec in read_shard(
+            shard,
+            cfg.name,
+            cfg.format,
+            cfg.text_field,
+            cfg.id_field,
+            tally,
+            max_record_bytes=cfg.extract.max_record_bytes,
+            max_html_bytes=cfg.extract.max_bytes,
+        ):
             if "html" in rec:
-                if len(rec["html"]) > cfg.extract.max_bytes:  # never parsed: the stated reason, not a timeout
-                    rec.pop("html")
-                    stats.remove("extract/too_large")
-                    stats.sample("extract/too_large", rec)
-                    continue
                 pending.append(rec)
                 if len(pending) >= BATCH:
                     flush_html()

@@ -22,7 +22,8 @@ import zstandard
 from datapipe.errors import InputError
 from datapipe.io import fs
 
-READ_CHUNK = 1 << 14  # compressed bytes decoded per step: bounds the memory of a step and what damage costs
+READ_CHUNK = 1 << 14  # compressed bytes read at once: bounds the memory of a step and what damage costs
+ZSTD_STEP = 1 << 10  # compressed zstd bytes decoded per step: at most ~32 MiB out
 MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
 
 
@@ -79,15 +80,23 @@ def _decompressed(url: str, f, compression: str | None) -> Iterator[bytes]:
         return  # an empty file holds no lines
     check_magic(url, data)
     offset = 0  # compressed bytes consumed before `data`
+    # zstd is fed in small steps: a step's output is then bounded (a zstd block of 128 KiB can come from 4 bytes;
+    # deflate's ratio is at most ~1000)
+    step = ZSTD_STEP if compression == "zstd" else READ_CHUNK
     while data:
         decoder = _decoder(compression)
+        rest = b""
         while not decoder.eof:
-            try:
-                out = decoder.decompress(data)
-            except (zlib.error, zstandard.ZstdError) as e:
-                raise _Damage(f"corrupt {compression} data after byte {offset}: {e}") from None
-            if out:
-                yield out
+            for i in range(0, len(data), step):
+                try:
+                    out = decoder.decompress(data[i : i + step])
+                except (zlib.error, zstandard.ZstdError) as e:
+                    raise _Damage(f"corrupt {compression} data after byte {offset + i}: {e}") from None
+                if out:
+                    yield out
+                if decoder.eof:
+                    rest = decoder.unused_data + data[i + step :]
+                    break
             if decoder.eof:
                 break
             offset += len(data)
@@ -95,38 +104,66 @@ def _decompressed(url: str, f, compression: str | None) -> Iterator[bytes]:
             if not data:
                 raise _Damage(f"the {compression} data ends early, at byte {offset} (a truncated file?)")
         # a member or frame ended: another may follow, after the zero padding some writers add
-        offset += len(data) - len(decoder.unused_data)
-        data = decoder.unused_data.lstrip(b"\0")
+        offset += len(data) - len(rest)
+        data = rest.lstrip(b"\0")
         while len(data) < len(magic) and (more := f.read(READ_CHUNK)):
             data = (data + more).lstrip(b"\0")
         if data and not data.startswith(magic):
             raise _Damage(f"unreadable data after the {compression} data that ends at byte {offset}")
 
 
-def iter_lines(url: str) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, raw_line)`` (1-based, without the newline); blank lines are skipped.
+def iter_lines(url: str, max_line: int | None = None) -> Iterator[tuple[int, bytes | None]]:
+    """Yield ``(line_number, raw_line)`` (1-based, without the newline); blank lines are skipped. A line longer
+    than ``max_line`` bytes is yielded as ``(line_number, None)`` and never held whole: once it passes the cap,
+    its bytes are dropped as they are decoded, up to its newline.
 
     Raises :class:`DamagedStream` (after the last good line) when a compressed file is truncated or corrupt.
     """
     compression = compression_of(url)
+    cap = max_line if max_line is not None else 1 << 62
     with fsspec.open(url, "rb") as f:
         n = 0
         pending: list[bytes] = []  # the start of a line that continues in the next chunk
+        held = 0  # bytes in pending
+        over = False  # the current line passed the cap: its bytes are being dropped
         try:
             for chunk in _decompressed(url, f, compression):
                 parts = chunk.split(b"\n")
-                pending.append(parts[0])
                 if len(parts) == 1:
+                    if not over:
+                        pending.append(chunk)
+                        held += len(chunk)
+                        if held > cap:
+                            over, pending, held = True, [], 0
                     continue
-                parts[0] = b"".join(pending)
-                pending = [parts.pop()] if parts[-1] else []
+                first = parts[0]
+                if over or held + len(first) > cap:
+                    n += 1
+                    yield n, None
+                    parts = parts[1:]
+                else:
+                    pending.append(first)
+                    parts[0] = b"".join(pending)
+                over, pending, held = False, [], 0
+                last = parts.pop()
                 for line in parts:
                     n += 1
+                    if len(line) > cap:
+                        yield n, None
+                        continue
                     line = line.rstrip(b"\r")
                     if line.strip():
                         yield n, line
+                if last:
+                    if len(last) > cap:
+                        over = True
+                    else:
+                        pending, held = [last], len(last)
         except _Damage as e:
             raise DamagedStream(url, str(e), b"".join(pending)) from None
+        if over:
+            yield n + 1, None
+            return
         line = b"".join(pending).rstrip(b"\r")
         if line.strip():  # the last line, without a newline
             yield n + 1, line
@@ -135,6 +172,7 @@ def iter_lines(url: str) -> Iterator[tuple[int, bytes]]:
 def read_records(url: str) -> Iterator[dict[str, Any]]:
     """Parsed records of a JSONL file that datapipe itself wrote (no per-line error handling needed)."""
     for _, line in iter_lines(url):
+        assert line is not None  # no cap: every line is whole
         yield orjson.loads(line)
 
 

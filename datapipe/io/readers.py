@@ -29,7 +29,7 @@ from datapipe.io import fs
 from datapipe.io.jsonl import DamagedStream, check_magic, iter_lines
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
-from datapipe.io.warc import check_start, read_warc
+from datapipe.io.warc import UNLIMITED, check_start, read_warc
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,11 @@ def _loads_replacing(line: bytes) -> Any:
         return None
 
 
-def read_jsonl(shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally) -> Iterator[dict]:
+def read_jsonl(
+    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None = None
+) -> Iterator[dict]:
     try:
-        yield from _jsonl_records(shard, source, text_field, id_field, tally)
+        yield from _jsonl_records(shard, source, text_field, id_field, tally, max_bytes)
     except DamagedStream as e:
         if e.partial.strip():  # the line the damage cut in two was a document
             tally.records += 1
@@ -69,10 +71,14 @@ def read_jsonl(shard: Shard, source: str, text_field: str, id_field: str, tally:
 
 
 def _jsonl_records(
-    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally
+    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None
 ) -> Iterator[dict]:
-    for line_no, line in iter_lines(shard.url):
+    for line_no, line in iter_lines(shard.url, max_bytes):
         tally.records += 1
+        if line is None:
+            log.warning("%s: line %d: longer than %d bytes; removed unread", shard.url, line_no, max_bytes)
+            tally.unusable_record("read/too_large")
+            continue
         tally.bytes += len(line) + 1
         try:
             rec = orjson.loads(line)
@@ -135,8 +141,9 @@ def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
 
 
 def read_parquet(
-    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally
+    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None = None
 ) -> Iterator[dict]:
+    cap = max_bytes if max_bytes is not None else 1 << 62
     with fsspec.open(shard.url, "rb") as f:
         pf = open_parquet(shard.url, f, text_field)
         row = 0
@@ -153,6 +160,11 @@ def read_parquet(
                             tally.unusable_record("read/missing_text")
                             continue
                         tally.bytes += len(text)
+                        # UTF-8 takes 1-4 bytes a character: encode only when the length cannot tell
+                        n = len(text)
+                        if n > cap or (4 * n > cap and len(text.encode("utf-8", "surrogatepass")) > cap):
+                            tally.unusable_record("read/too_large")
+                            continue
                         meta = {
                             k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)
                         }
@@ -187,16 +199,28 @@ def check_shard(url: str, fmt: str, text_field: str) -> None:
 
 
 def read_shard(
-    shard: Shard, source: str, fmt: str, text_field: str, id_field: str, tally: ReadTally
+    shard: Shard,
+    source: str,
+    fmt: str,
+    text_field: str,
+    id_field: str,
+    tally: ReadTally,
+    *,
+    max_record_bytes: int | None = None,
+    max_html_bytes: int | None = None,
 ) -> Iterator[dict]:
+    """The shard's documents. A record over its cap is removed as ``read/too_large`` without being held whole
+    (where the format allows: a JSONL line or a WARC record is dropped as it streams by; pyarrow hands a Parquet
+    value over whole): ``max_html_bytes`` for a WARC response's page once decoded, ``max_record_bytes`` for every
+    other record (a JSONL line, a Parquet text value, a WET conversion). None: no cap."""
     if fs.size(shard.url) == 0:  # no records, whatever the format (pyarrow would call it not Parquet)
         log.warning("%s: empty file", shard.url)
         tally.not_a_record("read/empty_file")
         return iter(())
     if fmt == "jsonl":
-        return read_jsonl(shard, source, text_field, id_field, tally)
+        return read_jsonl(shard, source, text_field, id_field, tally, max_record_bytes)
     if fmt == "parquet":
-        return read_parquet(shard, source, text_field, id_field, tally)
+        return read_parquet(shard, source, text_field, id_field, tally, max_record_bytes)
     if fmt == "warc":
-        return read_warc(shard, source, tally)
+        return read_warc(shard, source, tally, max_html_bytes or UNLIMITED, max_record_bytes or UNLIMITED)
     raise ValueError(f"unknown format {fmt!r}")

@@ -23,7 +23,6 @@ compressed body that cannot be decoded (corrupt, cut short by the server) remove
 
 from __future__ import annotations
 
-import io
 import logging
 import zlib
 from collections.abc import Iterator
@@ -31,10 +30,10 @@ from typing import IO
 
 import fsspec
 import zstandard
-from fastwarc.stream_io import BrotliReader
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from datapipe.errors import InputError
+from datapipe.io.http import TooLarge, Truncated, dechunk, undo_coding
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
 
@@ -44,6 +43,8 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 GZIP_MAGIC = b"\x1f\x8b\x08"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 SCAN_CHUNK = 1 << 20
+HTTP_HEAD = 32 << 10  # what is read of a record too large to read whole: enough for its HTTP header
+UNLIMITED = 1 << 62
 
 
 def _kind(head: bytes) -> str:
@@ -88,33 +89,31 @@ def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
         base += len(chunk)
 
 
-def _undo_coding(body: bytes, coding: str) -> bytes:
-    if coding in ("gzip", "x-gzip"):
-        return zlib.decompress(body, wbits=47)  # 47: a gzip or zlib header, whichever is there
-    if coding == "deflate":  # zlib-wrapped by the standard, raw deflate from some servers
-        return zlib.decompress(body, wbits=47 if body[:1] == b"\x78" else -15)
-    if coding == "br":
-        return BrotliReader(io.BytesIO(body)).read()
-    if coding == "zstd":
-        decoder = zstandard.ZstdDecompressor().decompressobj()
-        out = decoder.decompress(body)
-        if not decoder.eof:
-            raise zstandard.ZstdError("the zstd frame ends early")
-        return out
-    return body  # "identity", or a name no server should send ("utf-8", "none"): the body is what it is
-
-
-def _decode_content(body: bytes, content_encoding: str | None) -> bytes | None:
-    """The body without its HTTP content codings (undone last first), or None when its compressed data is corrupt.
+def _decode_content(body: bytes, content_encoding: str | None, limit: int) -> bytes | None:
+    """The body without its HTTP content codings (undone last first), or None when its compressed data is corrupt;
+    :class:`TooLarge` past ``limit``.
 
     A body that does not decode but starts with markup was stored decoded under the original header (some crawlers
     do that): it is used as it is."""
     for coding in reversed([c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]):
         try:
-            body = _undo_coding(body, coding)
+            body = undo_coding(body, coding, limit)
         except (zlib.error, zstandard.ZstdError, OSError):
             if body.lstrip()[:1] != b"<":
                 return None
+    if len(body) > limit:
+        raise TooLarge(f"over {limit} bytes")
+    return body
+
+
+def _framed(body: bytes, headers, limit: int) -> bytes:
+    """The body within its HTTP framing: chunks joined (``Transfer-Encoding: chunked``), else checked against
+    ``Content-Length``. Raises :class:`Truncated` for a body shorter than its framing says."""
+    if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+        return dechunk(body, limit)
+    declared = (headers.get("Content-Length") or "").strip()
+    if declared.isdigit() and len(body) < int(declared):
+        raise Truncated(f"{len(body)} of {declared} bytes")
     return body
 
 
@@ -139,8 +138,52 @@ def _read_payload(record, tally: ReadTally, counted: bool = True) -> bytes:
         raise
 
 
-def read_warc(shard: Shard, source: str, tally: ReadTally) -> Iterator[dict]:
+def _not_a_page(record) -> str | None:
+    """Why a response with a parsed HTTP header holds no page (``warc/http_not_ok``, ``warc/not_html``), or None."""
+    status = record.http_headers.status_code if record.http_headers is not None else None
+    if status is not None and not 200 <= status < 300:
+        return "warc/http_not_ok"  # redirects, errors: no page to read
+    if not (record.http_content_type or "").lower().startswith(HTML_TYPES):
+        return "warc/not_html"  # images, scripts, style sheets
+    return None
+
+
+def read_warc(
+    shard: Shard,
+    source: str,
+    tally: ReadTally,
+    max_html_bytes: int = UNLIMITED,
+    max_text_bytes: int = UNLIMITED,
+) -> Iterator[dict]:
+    """Documents of a WARC or WET file: HTML responses (``max_html_bytes``: the most HTML a page may have once its
+    framing and codings are undone) and WET conversions (``max_text_bytes``). A record over its cap is removed as
+    ``read/too_large`` and never held whole: its HTTP header is read to know whether it is a page, the rest is
+    skipped as it streams by."""
     index = 0  # documents read whole (HTML responses, conversions), for stable ids
+
+    def too_large(record) -> None:
+        """Count a record over its cap without reading it: skip its block, then see from the HTTP header that
+        was read first whether it is a page (a document removed) or not (a non-record, as when read whole)."""
+        tally.bytes += record.content_length
+        if record.record_type == WarcRecordType.conversion:
+            record.consume()
+            tally.records += 1
+            tally.unusable_record("read/too_large")
+            return
+        head = record.reader.read(HTTP_HEAD)
+        record.consume()
+        record.set_bytes_content(head)
+        try:
+            record.parse_http()
+        except Exception:
+            tally.not_a_record("warc/bad_http_header")
+            return
+        why = _not_a_page(record)
+        if why is not None:
+            tally.not_a_record(why)
+            return
+        tally.records += 1
+        tally.unusable_record("read/too_large")
 
     def handle(record) -> dict | None:
         nonlocal index
@@ -153,10 +196,16 @@ def read_warc(shard: Shard, source: str, tally: ReadTally) -> Iterator[dict]:
             else:
                 tally.not_a_record("warc/truncated_header")
             return None
+        if not is_doc:
+            tally.not_a_record(f"warc/{str(rtype).split('.')[-1]}")
+            return None
+        expected = record.content_length
+        if expected > (max_text_bytes if rtype == WarcRecordType.conversion else max_html_bytes + HTTP_HEAD):
+            too_large(record)
+            return None
         if rtype == WarcRecordType.conversion:
             i, index = index, index + 1
             tally.records += 1
-            expected = record.content_length
             body = _read_payload(record, tally)
             tally.bytes += len(body)
             if len(body) < expected:
@@ -170,11 +219,7 @@ def read_warc(shard: Shard, source: str, tally: ReadTally) -> Iterator[dict]:
                 "source": source,
                 "metadata": meta,
             }
-        if rtype != WarcRecordType.response:
-            tally.not_a_record(f"warc/{str(rtype).split('.')[-1]}")
-            return None
         # read the whole block first: a record cut short must count as truncated, whatever part was lost
-        expected = record.content_length
         block = _read_payload(record, tally, counted=False)
         tally.bytes += len(block)
         if len(block) < expected:
@@ -187,22 +232,30 @@ def read_warc(shard: Shard, source: str, tally: ReadTally) -> Iterator[dict]:
         except Exception:  # a response whose HTTP header block is broken
             tally.not_a_record("warc/bad_http_header")
             return None
-        status = record.http_headers.status_code if record.http_headers is not None else None
-        ctype = (record.http_content_type or "").lower()
-        if status is not None and not 200 <= status < 300:
-            tally.not_a_record("warc/http_not_ok")  # redirects, errors: no page to read
-            return None
-        if not ctype.startswith(HTML_TYPES):
-            tally.not_a_record("warc/not_html")  # images, scripts, style sheets
+        why = _not_a_page(record)
+        if why is not None:
+            tally.not_a_record(why)
             return None
         i, index = index, index + 1
         tally.records += 1
-        payload = _decode_content(record.reader.read(), record.http_headers.get("Content-Encoding"))
+        headers = record.http_headers
+        if record.headers.get("WARC-Truncated"):  # the crawler stopped reading the body (a size or time cap)
+            tally.unusable_record("read/truncated_record")
+            return None
+        try:
+            body = _framed(record.reader.read(), headers, max_html_bytes)
+            payload = _decode_content(body, headers.get("Content-Encoding"), max_html_bytes)
+        except Truncated:
+            tally.unusable_record("read/truncated_record")
+            return None
+        except TooLarge:
+            tally.unusable_record("read/too_large")
+            return None
         if payload is None:
             tally.unusable_record("read/bad_content_encoding")
             return None
         meta = _meta(record)
-        meta["content_type"] = ctype
+        meta["content_type"] = (record.http_content_type or "").lower()
         return {
             "id": shard.doc_id(i),
             "html": payload,

@@ -70,7 +70,16 @@ def examples(recipe: Recipe, side: str) -> list[str]:
         extractor = HtmlExtractor.from_config(src.extract)
         texts: list[str] = []
         for shard in make_shards(files, recipe.data_root):
-            for rec in read_shard(shard, recipe.name, src.format, src.text_field, "id", ReadTally()):
+            for rec in read_shard(
+                shard,
+                recipe.name,
+                src.format,
+                src.text_field,
+                "id",
+                ReadTally(),
+                max_record_bytes=src.extract.max_record_bytes,
+                max_html_bytes=src.extract.max_bytes,
+            ):
                 text = extractor((rec["html"], rec["charset"])) if "html" in rec else rec["text"]
                 text = as_written(text, extracted="html" in rec, normalize=src.extract.normalize_spaces)
                 texts.extend(u for u in _units(text, recipe) if u.strip())

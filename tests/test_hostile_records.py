@@ -1,0 +1,269 @@
+"""Records built to hurt the reader: decompression bombs, HTTP framing left in the body, lines without end.
+
+Each class is generated here (issue 23, items 1 and 2): a gzip WARC member that inflates far past the cap, the same
+in every HTTP content coding, a JSONL line with no newline for hundreds of MiB; chunked bodies with extensions,
+chunked and gzip, bodies that claim chunked and are not, bodies cut short of their chunks or their
+``Content-Length``. Memory is measured in a child process, so that what this test process holds does not count.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import subprocess
+import sys
+import zlib
+
+import brotli
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from datapipe.io.http import TooLarge, Truncated, dechunk
+from datapipe.io.readers import read_shard
+from datapipe.io.shards import Shard
+from datapipe.io.tally import ReadTally
+from datapipe.io.warc import read_warc
+from tests.conftest import REPO
+from tests.reliability import tally
+
+PAGE = (
+    b"<html><head><title>A page</title></head><body><article><h1>Framing</h1><p>"
+    + b"Sentences of a page that a reader should see whole, without a byte of its transport. " * 30
+    + b"</p></article></body></html>"
+)
+MiB = 1 << 20
+
+
+def _http(status: str, headers: list[tuple[str, str]]) -> bytes:
+    lines = [f"HTTP/1.1 {status}"] + [f"{k}: {v}" for k, v in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _warc_member(out, url: str, http: bytes, body_parts, body_len: int, extra: str = "") -> None:
+    """One response record as its own gzip member, written piece by piece (a huge body is never in memory)."""
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\nWARC-Record-ID: <urn:uuid:{abs(hash(url))}>\r\n"
+        f"WARC-Date: 2024-01-01T00:00:00Z\r\nContent-Type: application/http; msgtype=response\r\n{extra}"
+        f"Content-Length: {len(http) + body_len}\r\n\r\n"
+    ).encode()
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    for piece in (head, http, *body_parts, b"\r\n\r\n"):
+        out.write(c.compress(piece))
+    out.write(c.flush())
+
+
+def _page_record(out, url: str, body: bytes, headers: list[tuple[str, str]], extra: str = "") -> None:
+    http = _http("200 OK", [("Content-Type", "text/html; charset=utf-8"), *headers])
+    _warc_member(out, url, http, [body], len(body), extra)
+
+
+def _read(path, **caps) -> tuple[list[dict], ReadTally]:
+    tally_ = ReadTally()
+    docs = list(read_warc(Shard(0, str(path), path.name), "s", tally_, **caps))
+    return docs, tally_
+
+
+def _chunked(body: bytes, size: int = 700, ext: str = "") -> bytes:
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(f"{len(p):x}{ext}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
+
+
+def test_chunked_bodies_are_joined_and_bad_framing_is_counted(tmp_path):
+    cases = [  # (url, body as stored, headers, WARC header lines, kept?)
+        ("https://x/plain", PAGE, [("Content-Length", str(len(PAGE)))], "", True),
+        ("https://x/chunked", _chunked(PAGE), [("Transfer-Encoding", "chunked")], "", True),
+        ("https://x/ext", _chunked(PAGE, 333, ";name=value"), [("Transfer-Encoding", "chunked")], "", True),
+        (
+            "https://x/chunked-gzip",
+            _chunked(gzip.compress(PAGE, mtime=0), 100),
+            [("Transfer-Encoding", "chunked"), ("Content-Encoding", "gzip")],
+            "",
+            True,
+        ),
+        ("https://x/claims-chunked", PAGE, [("Transfer-Encoding", "chunked")], "", True),  # stored de-chunked
+        ("https://x/no-last-chunk", _chunked(PAGE)[:-5], [("Transfer-Encoding", "chunked")], "", False),
+        ("https://x/cut-in-a-chunk", _chunked(PAGE)[:900], [("Transfer-Encoding", "chunked")], "", False),
+        ("https://x/short", PAGE[:1000], [("Content-Length", str(len(PAGE)))], "", False),
+        ("https://x/warc-truncated", PAGE[:1000], [], "WARC-Truncated: length\r\n", False),
+        ("https://x/longer", PAGE, [("Content-Length", "100")], "", True),  # the body as stored is the page
+    ]
+    path = tmp_path / "framing.warc.gz"
+    with open(path, "wb") as f:
+        for url, body, headers, extra, _ in cases:
+            _page_record(f, url, body, headers, extra)
+    docs, seen = _read(path)
+    assert [d["metadata"]["url"] for d in docs] == [c[0] for c in cases if c[4]]
+    assert all(d["html"] == PAGE for d in docs), "a chunk size or compressed byte reached the page"
+    assert seen.records == len(cases) and dict(seen.unusable) == {"read/truncated_record": 4}
+    tally("bad_inputs", len(cases))
+    tally("crashes", 0)
+
+
+def test_dechunk_rules():
+    assert dechunk(b"5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nTrailer: 1\r\n\r\n", 100) == b"hello world"
+    assert dechunk(b"5\nhello\n0\n\n", 100) == b"hello"  # bare line ends, as some servers send
+    assert dechunk(b"<html>", 100) == b"<html>"
+    with pytest.raises(Truncated):
+        dechunk(b"5\r\nhello\r\n", 100)
+    with pytest.raises(TooLarge):
+        dechunk(_chunked(b"x" * 5000), 1000)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
+def test_content_coding_bombs_stop_at_the_cap(tmp_path, coding):
+    """A body that inflates to 64 MiB in any content coding, with an 8 MiB cap: removed as too large, the pages
+    around it kept."""
+    big = b"<p>" + b" " * (64 * MiB)
+    body = {
+        "gzip": lambda: gzip.compress(big, 1, mtime=0),
+        "deflate": lambda: zlib.compress(big, 1),
+        "br": lambda: brotli.compress(big, quality=1),
+        "zstd": lambda: zstandard.ZstdCompressor(level=1).compress(big),
+    }[coding]()
+    assert len(body) < 2 * MiB
+    path = tmp_path / "coding.warc.gz"
+    with open(path, "wb") as f:
+        _page_record(f, "https://x/1", PAGE, [])
+        _page_record(f, "https://x/bomb", body, [("Content-Encoding", coding)])
+        _page_record(f, "https://x/2", PAGE, [])
+    docs, seen = _read(path, max_html_bytes=8 * MiB)
+    assert [d["metadata"]["url"] for d in docs] == ["https://x/1", "https://x/2"]
+    assert seen.records == 3 and dict(seen.unusable) == {"read/too_large": 1}
+    tally("bad_inputs", 1)
+    tally("crashes", 0)
+
+
+def _peak_mib(code: str) -> int:
+    """Peak resident MiB of a fresh Python that imports the reader and runs ``code``: the kernel's high-water mark
+    of the new process's memory (``ru_maxrss`` would not do: Linux carries it over from the forking test process)."""
+    prelude = f"import sys; sys.path.insert(0, {str(REPO)!r})\n" + (
+        "from datapipe.io.readers import read_shard\n"
+        "from datapipe.io.shards import Shard\n"
+        "from datapipe.io.tally import ReadTally\n"
+    )
+    tail = (
+        "\nhwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
+        "\nprint(int(hwm.split()[1]) // 1024)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", prelude + code + tail], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return int(proc.stdout.split()[-1])
+
+
+def test_memory_is_bounded_by_the_cap_not_the_record(tmp_path):
+    """A WARC gzip member that inflates to 1 GiB, a gzip body inside it, and a JSONL line of 1 GiB in zstd: read
+    with the default caps, each costs less than 200 MiB more than reading a file of ordinary pages."""
+    warc = tmp_path / "bombs.warc.gz"
+    zeros = b"<p>" + b" " * (MiB - 3)
+    with open(warc, "wb") as f:
+        _page_record(f, "https://x/1", PAGE, [])
+        http = _http("200 OK", [("Content-Type", "text/html")])
+        _warc_member(f, "https://x/member-bomb", http, [zeros] * 1024, 1024 * MiB)
+        bomb = gzip.compress(b" " * (256 * MiB), 1, mtime=0)
+        _page_record(f, "https://x/coding-bomb", bomb, [("Content-Encoding", "gzip")])
+        _page_record(f, "https://x/2", PAGE, [])
+    plain = tmp_path / "plain.warc.gz"
+    with open(plain, "wb") as f:
+        for i in range(4):
+            _page_record(f, f"https://x/{i}", PAGE, [])
+    jsonl = tmp_path / "line.jsonl.zst"
+    with open(jsonl, "wb") as raw, zstandard.ZstdCompressor(level=1).stream_writer(raw) as w:
+        w.write(b'{"text": "a short one"}\n{"text": "')
+        for _ in range(1024):
+            w.write(b"x" * MiB)
+        w.write(b'"}\n{"text": "the last one"}\n')
+    run = (
+        "t = ReadTally(); docs = list(read_shard(Shard(0, %r, 'x'), 's', %r, 'text', 'id', t, "
+        "max_record_bytes=96 << 20, max_html_bytes=8 << 20)); "
+        "assert len(docs) == %d and dict(t.unusable) == %r, (len(docs), t)"
+    )
+    base = _peak_mib(run % (str(plain), "warc", 4, {}))
+    warc_peak = _peak_mib(run % (str(warc), "warc", 2, {"read/too_large": 2}))
+    jsonl_peak = _peak_mib(run % (str(jsonl), "jsonl", 2, {"read/too_large": 1}))
+    print(f"peak RSS: plain {base} MiB, WARC bombs {warc_peak} MiB, 1 GiB JSONL line {jsonl_peak} MiB")
+    assert warc_peak < base + 200 and jsonl_peak < base + 200
+    tally("bad_inputs", 3)
+    tally("crashes", 0)
+
+
+def test_long_lines_and_values_are_removed_with_their_reason(tmp_path):
+    """A JSONL line or Parquet value over the cap goes as read/too_large; the records around it stay, in order, in
+    every compression."""
+    recs = [
+        b'{"text": "first"}',
+        b'{"text": "' + b"y" * 5000 + b'"}',
+        b'{"text": "third"}',
+        b"",
+        b'{"text": "end"}',
+    ]
+    data = b"\n".join(recs)
+    for name, payload in (
+        ("a.jsonl", data),
+        ("a.jsonl.gz", gzip.compress(data, mtime=0)),
+        ("a.jsonl.zst", zstandard.ZstdCompressor().compress(data)),
+        ("nl.jsonl", data + b"\n"),
+    ):
+        path = tmp_path / name
+        path.write_bytes(payload)
+        seen = ReadTally()
+        docs = list(
+            read_shard(Shard(0, str(path), name), "s", "jsonl", "text", "id", seen, max_record_bytes=1000)
+        )
+        assert [d["text"] for d in docs] == ["first", "third", "end"], name
+        assert dict(seen.unusable) == {"read/too_large": 1} and seen.records == 4, name
+    last_long = tmp_path / "last.jsonl"
+    last_long.write_bytes(b'{"text": "first"}\n{"text": "' + b"z" * 5000 + b'"}')
+    seen = ReadTally()
+    docs = list(
+        read_shard(Shard(0, str(last_long), "l"), "s", "jsonl", "text", "id", seen, max_record_bytes=1000)
+    )
+    assert [d["text"] for d in docs] == ["first"] and dict(seen.unusable) == {"read/too_large": 1}
+    table = pa.table({"content": ["short", "é" * 600, "also short"]})  # 600 characters, 1,200 bytes
+    pq.write_table(table, tmp_path / "p.parquet")
+    seen = ReadTally()
+    docs = list(
+        read_shard(
+            Shard(0, str(tmp_path / "p.parquet"), "p"),
+            "s",
+            "parquet",
+            "content",
+            "id",
+            seen,
+            max_record_bytes=1000,
+        )
+    )
+    assert [d["text"] for d in docs] == ["short", "also short"] and dict(seen.unusable) == {
+        "read/too_large": 1
+    }
+    tally("bad_inputs", 6)
+    tally("crashes", 0)
+
+
+def test_too_large_responses_that_are_no_page_stay_non_records(tmp_path):
+    """A huge image or a huge redirect body is no document: it is skipped as it would be at any size."""
+    path = tmp_path / "big.warc.gz"
+    blob = b"\x89PNG" + b"\0" * (9 * MiB)
+    with open(path, "wb") as f:
+        _warc_member(f, "https://x/img", _http("200 OK", [("Content-Type", "image/png")]), [blob], len(blob))
+        _warc_member(
+            f, "https://x/moved", _http("301 Moved", [("Content-Type", "text/html")]), [blob], len(blob)
+        )
+        _page_record(f, "https://x/1", PAGE, [])
+    docs, seen = _read(path, max_html_bytes=8 * MiB)
+    assert [d["metadata"]["url"] for d in docs] == ["https://x/1"] and seen.records == 1
+    assert dict(seen.not_records) == {"warc/not_html": 1, "warc/http_not_ok": 1}
+    tally("bad_inputs", 2)
+    tally("crashes", 0)
+
+
+def test_a_bomb_inside_io_bytes_is_not_read_past_the_cap():
+    """The cap holds for in-memory readers too (``BytesIO``: what the sandbox and the tests hand over)."""
+    from datapipe.io.http import undo_coding
+
+    with pytest.raises(TooLarge):
+        undo_coding(gzip.compress(b" " * (32 * MiB), 1), "gzip", MiB)
+    assert undo_coding(io.BytesIO(b"x").read(), "identity", 10) == b"x"
