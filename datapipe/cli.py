@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from datapipe import __version__
 from datapipe.config.stages import TokenizerConfig
-from datapipe.errors import DatapipeError
+from datapipe.errors import DatapipeError, error_lines
 from datapipe.io import fs
 from datapipe.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.print_help()
         sys.exit(0 if not argv else 2)
     except DatapipeError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(error_lines(e), file=sys.stderr)
         sys.exit(2)
     except BrokenPipeError:  # `datapipe inspect ... | head`
         sys.stderr.close()

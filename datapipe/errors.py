@@ -7,13 +7,22 @@ class DatapipeError(Exception):
     """Base class: the CLI prints ``error: <message>`` and exits 2, without a traceback."""
 
 
+def error_lines(e: DatapipeError) -> str:
+    """What the CLIs print for an error: ``error: `` before each of its lines (a config error lists every
+    problem it found, one per line)."""
+    return "\n".join(f"error: {line}" for line in str(e).splitlines())
+
+
 class ConfigError(DatapipeError):
     """A configuration file is wrong: names the file, the field path (``sources.web.weight``) and what was expected."""
 
-    def __init__(self, file: str, field: str, message: str) -> None:
+    def __init__(
+        self, file: str, field: str, message: str, more: list[tuple[str, str]] | None = None
+    ) -> None:
         self.file, self.field, self.message = file, field, message
-        where = f"{file}: {field}" if field else file
-        super().__init__(f"{where}: {message}")
+        self.problems = [(field, message), *(more or [])]  # every problem found, first one first
+        lines = [f"{file}: {f}: {m}" if f else f"{file}: {m}" for f, m in self.problems]
+        super().__init__("\n".join(lines))
 
 
 class InputError(DatapipeError):

@@ -23,7 +23,7 @@ import sys
 from dataclasses import fields
 
 from datapipe.build.run import BuildRequest, Engine, run_build
-from datapipe.errors import DatapipeError
+from datapipe.errors import DatapipeError, error_lines
 from pipelines.datatrove.engine import EXECUTORS, DatatroveEngine, DatatroveOptions
 from pipelines.mixtures import BUNDLED
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         sys.exit(run(argv))
     except DatapipeError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(error_lines(e), file=sys.stderr)
         sys.exit(2)
     except BrokenPipeError:  # output piped into `head`
         sys.stderr.close()

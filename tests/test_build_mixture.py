@@ -131,6 +131,16 @@ def test_dry_run_plans_documents_time_memory_and_disk(built_small, small_mixture
     assert re.search(r"total: ~\d+ s, peak ~\d+ MiB a worker, ~[1-9][\d,]* MiB written to", dry.stdout)
 
 
+def test_dry_run_does_no_work(tmp_path):
+    """A dry run of a mixture whose quality stage needs a classifier trained: the plan names where the model will
+    be, and nothing is trained or written."""
+    out = tmp_path / "o"
+    dry = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out), "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert re.search(r"classifier fixture_quality +would be trained first, to .*/classifiers/", dry.stdout)
+    assert not out.exists() or list(out.iterdir()) == []
+
+
 def test_resource_warnings_name_the_flag_that_makes_the_run_fit():
     from datapipe.build.estimate import StageEstimate, resource_warnings
 

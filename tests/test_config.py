@@ -42,9 +42,8 @@ def _error_for(tmp_path, text: str) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         mix = load_mixture(str(path))
         check_inputs(mix, mix.sources)
-    msg = str(info.value)
-    assert "\n" not in msg
-    assert msg.startswith(str(path))
+    lines = str(info.value).splitlines()
+    assert all(line.startswith(f"{path}: ") for line in lines)  # every problem on its line, naming the file
     return info.value
 
 
@@ -61,6 +60,29 @@ def test_unknown_key_names_the_field(tmp_path):
     err = _error_for(tmp_path, BASE.replace("    format: parquet", "    format: parquet\n    colour: blue"))
     assert err.field == "sources.code.colour"
     assert "unknown key 'colour'" in err.message and "allowed:" in err.message
+
+
+def test_every_problem_is_listed_with_a_near_miss_named(tmp_path):
+    """Config errors list every problem, one per line in the file's order, each with file and field, and a key
+    that is a near miss of an allowed one names it."""
+    text = (
+        BASE.replace("weight: 3", "wieght: 3")
+        .replace("weight: 1.5", "weight: -1.5")
+        .replace("    format: parquet", "    format: parquet\n    colour: blue")
+    )
+    err = _error_for(tmp_path, text)
+    fields = [f for f, _ in err.problems]
+    assert fields == [
+        "sources.web.wieght",
+        "sources.web.weight",
+        "sources.code.colour",
+        "sources.prose.weight",
+    ]
+    messages = dict(err.problems)
+    assert messages["sources.web.wieght"] == "unknown key 'wieght'; did you mean 'weight'?"
+    assert messages["sources.web.weight"] == "required key is missing"
+    assert "allowed:" in messages["sources.code.colour"]
+    assert len(str(err).splitlines()) == 4
 
 
 def test_unknown_top_level_key(tmp_path):

@@ -8,6 +8,7 @@ chunked and gzip, bodies that claim chunked and are not, bodies cut short of the
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import subprocess
@@ -15,17 +16,18 @@ import sys
 import zlib
 
 import brotli
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
 
 from datapipe.io.http import TooLarge, Truncated, dechunk
-from datapipe.io.readers import read_shard
+from datapipe.io.readers import check_shard, read_shard
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
-from tests.conftest import REPO
+from tests.conftest import REPO, run_build, write_mixture
 from tests.reliability import tally
 
 PAGE = (
@@ -139,7 +141,7 @@ def _peak_mib(code: str) -> int:
     """Peak resident MiB of a fresh Python that imports the reader and runs ``code``: the kernel's high-water mark
     of the new process's memory (``ru_maxrss`` would not do: Linux carries it over from the forking test process)."""
     prelude = f"import sys; sys.path.insert(0, {str(REPO)!r})\n" + (
-        "from datapipe.io.readers import read_shard\n"
+        "from datapipe.io.readers import check_shard, read_shard\n"
         "from datapipe.io.shards import Shard\n"
         "from datapipe.io.tally import ReadTally\n"
     )
@@ -267,3 +269,100 @@ def test_a_bomb_inside_io_bytes_is_not_read_past_the_cap():
     with pytest.raises(TooLarge):
         undo_coding(gzip.compress(b" " * (32 * MiB), 1), "gzip", MiB)
     assert undo_coding(io.BytesIO(b"x").read(), "identity", 10) == b"x"
+
+
+MIX = """\
+name: hostile
+data_root: {root}
+tokenizer: {{path: "builtin:gpt2"}}
+sources:
+  good:
+    weight: 1
+    format: jsonl
+    paths: ["good.jsonl"]
+  {name}:
+    weight: 1
+    format: jsonl
+    paths: ["{path}"]
+    text_field: {field}
+{extra}"""
+
+
+def _two_sources(tmp_path, records: list[dict], field: str = "text", extra: str = "") -> tuple:
+    data = tmp_path / "data"
+    data.mkdir()
+    prose = "A sentence of plain English prose that a filter keeps, with enough words in it. " * 6
+    (data / "good.jsonl").write_bytes(
+        b"".join(orjson.dumps({"text": f"{i} {prose}"}) + b"\n" for i in range(8))
+    )
+    (data / "other.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    mixture = write_mixture(
+        tmp_path, MIX.format(root=data, name="other", path="other.jsonl", field=field, extra=extra)
+    )
+    out = tmp_path / "out"
+    return run_build("--mixture", str(mixture), "--output", str(out)), out
+
+
+def test_a_text_field_most_records_lack_stops_the_build_before_work(tmp_path):
+    """Records that hold their text under another name: one line naming the file, the field and the keys the
+    records have, before any stage runs (today's alternative: a component of nothing)."""
+    records = [{"id": i, "content": f"document {i}", "lang": "en"} for i in range(30)]
+    proc, out = _two_sources(tmp_path, records)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "other.jsonl" in line and "field 'text'" in line
+    assert "30 of the first 30 records" in line and "content" in line and "lang" in line
+    assert not (out / "good").exists() and not (out / "mixture.json").exists()
+    tally("bad_inputs", 1)
+    tally("crashes", 0)
+
+
+def test_a_source_whose_every_document_goes_writes_no_manifest(tmp_path):
+    """Every document of a source removed (here by a language no text is in): the build names the source and the
+    reasons, and no manifest holds a component of nothing."""
+    prose = "A sentence of plain English prose that a filter keeps, with enough words in it. " * 6
+    records = [{"text": f"{i} {prose}"} for i in range(6)]
+    proc, out = _two_sources(tmp_path, records, extra="    langid: {languages: [fi], min_score: 0.5}\n")
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert "sources.other: its cache holds no tokens (langid/language 6)" in line
+    assert "the manifest is not written" in line and not (out / "mixture.json").exists()
+    tally("bad_inputs", 1)
+    tally("crashes", 0)
+
+
+def _zstd_frame(data: bytes, size: bool = True) -> bytes:
+    return zstandard.ZstdCompressor(write_content_size=size).compress(data)
+
+
+def _skippable_frame(payload: bytes, kind: int = 0x50) -> bytes:
+    return bytes([kind]) + b"\x2a\x4d\x18" + len(payload).to_bytes(4, "little") + payload
+
+
+def test_text_encodings_and_containers_read_whole(tmp_path):
+    """A BOM is no invalid line (UTF-8, or UTF-16 that the BOM names); zstd skippable frames, frames without a
+    content size and several frames read in full; so do concatenated gzip members."""
+    lines = [{"text": f"line {i} é ü"} for i in range(5)]
+    body = b"".join(orjson.dumps(r) + b"\n" for r in lines)
+    half = body.index(b"\n", len(body) // 2) + 1
+    files = {
+        "bom.jsonl": codecs.BOM_UTF8 + body,
+        "utf16.jsonl": body.decode().encode("utf-16"),  # a BOM first, then little-endian
+        "utf16be.jsonl": b"\xfe\xff" + body.decode().encode("utf-16-be"),
+        "frames.jsonl.zst": _skippable_frame(b"meta" * 10)
+        + _zstd_frame(body[:half], size=False)
+        + _skippable_frame(b"", 0x5F)
+        + _zstd_frame(body[half:]),
+        "members.jsonl.gz": gzip.compress(body[:half], mtime=0) + gzip.compress(body[half:], mtime=0),
+        "bom.jsonl.zst": _zstd_frame(codecs.BOM_UTF8 + body),
+    }
+    for name, payload in files.items():
+        path = tmp_path / name
+        path.write_bytes(payload)
+        check_shard(str(path), "jsonl", "text")
+        seen = ReadTally()
+        docs = list(read_shard(Shard(0, str(path), name), "s", "jsonl", "text", "id", seen))
+        assert [d["text"] for d in docs] == [r["text"] for r in lines], name
+        assert seen.records == 5 and not seen.unusable and not seen.not_records, (name, seen)
+    tally("bad_inputs", len(files))
+    tally("crashes", 0)

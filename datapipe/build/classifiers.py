@@ -15,7 +15,7 @@ from datapipe.config.recipe import load_recipe
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.quality.model import check_model
-from datapipe.quality.train import recipe_hash, train
+from datapipe.quality.train import model_url, recipe_hash, train
 
 
 def check_pinned(url: str, expected: str, field: str) -> None:
@@ -32,8 +32,10 @@ def check_pinned(url: str, expected: str, field: str) -> None:
 
 
 def resolve_models(
-    mixture: MixtureConfig, sources: tuple[SourceConfig, ...], log=print
+    mixture: MixtureConfig, sources: tuple[SourceConfig, ...], log=print, train_missing: bool = True
 ) -> tuple[SourceConfig, ...]:
+    """The sources with every classifier reference resolved to a checked model file. ``train_missing=False`` (a
+    dry run) trains nothing: a recipe's model not yet trained is named where the build will write it."""
     out = []
     for src in sources:
         q = src.quality
@@ -44,8 +46,21 @@ def resolve_models(
         for ref in q.classifiers:
             if ref.model.startswith("recipe:"):
                 recipe = load_recipe(ref.model[len("recipe:") :])
+                planned = model_url(recipe, fs.join(mixture.output, "classifiers"))
                 if recipe.model_url is not None:
                     model, identity = recipe.model_url, f"url:{recipe.model_url}"
+                elif not train_missing and not fs.exists(planned):
+                    log(f"  classifier {recipe.name:<12} would be trained first, to {planned}")
+                    refs.append(
+                        dataclasses.replace(
+                            ref,
+                            model=planned,
+                            positive_label=recipe.positive_label,
+                            lowercase=recipe.lowercase,
+                            identity=f"recipe:{recipe_hash(recipe)}",
+                        )
+                    )
+                    continue
                 else:
                     trained = train(recipe, fs.join(mixture.output, "classifiers"))
                     verb = "reusing" if trained.reused else "trained"

@@ -10,6 +10,7 @@ after it, one line per stage, the per-source table, the manifest and the run rec
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from datapipe.build.plan import (
     resolve_eval_sets,
 )
 from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
+from datapipe.errors import ConfigError
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
@@ -78,7 +80,8 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
     tokenizer = load_tokenizer(mixture.tokenizer)
     print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
     with OutputLease(mixture.output, wait_s=request.wait_lease):  # one build per output folder at a time
-        sources = resolve_models(mixture, sources)  # classifiers: trained if needed, checked before any work
+        # classifiers: trained if needed (not in a dry run, which does no work), checked before any work
+        sources = resolve_models(mixture, sources, train_missing=not request.dry_run)
         plans = plan_mixture(mixture, sources, files, tokenizer.identity.sha256)
         if request.dry_run:
             from datapipe.build.estimate import format_plan, plan_resources
@@ -131,9 +134,17 @@ def write_mixture_manifest(
 ) -> str:
     """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
     components = []
+    empty = []
     for sp in plans:
         tok = sp.stage("tokenize")
         cache = read_stage_json(tok.out_dir)["cache"]
+        if not cache["tokens"]:
+            removed: Counter[str] = Counter()
+            for st in sp.stages:
+                removed.update(read_stage_json(st.out_dir)["counts"]["removed"])
+            why = ", ".join(f"{k} {v}" for k, v in removed.most_common(3)) or "no documents were read"
+            empty.append(("sources." + sp.source.name, f"its cache holds no tokens ({why})"))
+
         ledger = hashlib.sha256(fs.read_bytes(fs.join(tok.out_dir, LEDGER))).hexdigest()
         components.append(
             Component(
@@ -145,6 +156,9 @@ def write_mixture_manifest(
                 ledger,
             )
         )
+    if empty:  # a component of nothing would be sampled by weight and never give a row
+        (where, why), *more = empty
+        raise ConfigError(mixture.file, where, why + "; the manifest is not written", more)
     extra: dict[str, object] = {
         "weights_unit": mixture.weights_unit,
         "source_mixture_file": fs.local_path(mixture.file),

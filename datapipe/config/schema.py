@@ -1,7 +1,8 @@
-"""Validate parsed documents against ``schemas/`` and turn the first problem into a one-line :class:`ConfigError`."""
+"""Validate parsed documents against ``schemas/`` and turn every problem into a line of one :class:`ConfigError`."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import jsonschema
@@ -73,21 +74,62 @@ def _message(err: ValidationError) -> tuple[str, str]:
     return path, err.message
 
 
+def _position(instance: Any, path) -> list[int]:
+    """Where a field path is in the document: the index of each key in its mapping (YAML keeps the file's order),
+    so problems are listed as they appear in the file; a key that is not there (a missing one) comes last."""
+    out = []
+    for part in path:
+        if isinstance(instance, dict):
+            keys = list(instance)
+            out.append(keys.index(part) if part in instance else len(keys))
+            instance = instance.get(part)
+        elif isinstance(instance, list) and isinstance(part, int) and part < len(instance):
+            out.append(part)
+            instance = instance[part]
+        else:
+            out.append(1 << 30)
+            instance = None
+    return out
+
+
+def _problems(err: ValidationError) -> list[tuple[str, str]]:
+    """(field path, message) for each problem one validation error stands for (an object with three unknown keys
+    is three problems)."""
+    if "propertyNames" in err.schema_path:  # the instance is the offending key itself
+        base = _field_path(err.absolute_path)
+        key = str(err.instance)
+        rule = f"must match {err.validator_value!r}" if err.validator == "pattern" else err.message
+        return [(f"{base}.{key}" if base else key, f"invalid name {key!r}: {rule}")]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        base = _field_path(err.absolute_path)
+        allowed = sorted(err.schema.get("properties", {}))
+        out = []
+        for key in sorted(set(err.instance) - set(allowed), key=list(err.instance).index):
+            near = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            hint = (
+                f"; did you mean {near[0]!r}?"
+                if near
+                else (f" (allowed: {', '.join(allowed)})" if allowed else "")
+            )
+            out.append((f"{base}.{key}" if base else str(key), f"unknown key {key!r}{hint}"))
+        return out
+    return [_message(err)]
+
+
 def validate(instance: Any, schema_name: str, *, file: str) -> None:
-    """Raise :class:`ConfigError` for the first problem (in document order) of ``instance`` against a schema."""
+    """Raise :class:`ConfigError` listing every problem of ``instance`` against a schema, in document order, one
+    per line, each with its field."""
     schema = schemas.load(schema_name)
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema, registry=_registry())
     errors = list(validator.iter_errors(instance))
     if not errors:
         return
-    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.validator != "additionalProperties"))
-    err = errors[0]
-    if "propertyNames" in err.schema_path:  # the instance is the offending key itself
-        base = _field_path(err.absolute_path)
-        key = str(err.instance)
-        rule = f"must match {err.validator_value!r}" if err.validator == "pattern" else err.message
-        raise ConfigError(file, f"{base}.{key}" if base else key, f"invalid name {key!r}: {rule}")
-    path, message = _message(err)
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    raise ConfigError(file, path, message + more)
+    errors.sort(key=lambda e: (_position(instance, e.absolute_path), e.validator != "additionalProperties"))
+    problems: list[tuple[str, str]] = []
+    for err in errors:
+        for problem in _problems(err):
+            if problem not in problems:
+                problems.append(problem)
+    (path, message), *more = problems
+    raise ConfigError(file, path, message, more)

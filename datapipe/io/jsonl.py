@@ -11,6 +11,7 @@ keep those lines and count what was lost.
 
 from __future__ import annotations
 
+import codecs
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -35,9 +36,17 @@ def compression_of(url: str) -> str | None:
     return None
 
 
+def _skippable(data: bytes) -> bool:
+    """A zstd skippable frame starts here (magic 0x184D2A50-5F: metadata some writers put before or between
+    frames)."""
+    return len(data) >= 4 and 0x50 <= data[0] <= 0x5F and data[1:4] == b"\x2a\x4d\x18"
+
+
 def check_magic(url: str, head: bytes) -> None:
     """Raise :class:`InputError` when a file named as compressed does not start like it (``head``: its first bytes)."""
     compression = compression_of(url)
+    if compression == "zstd" and _skippable(head):
+        return
     if compression is not None and head and not head.startswith(MAGIC[compression]):
         raise InputError(url, f"not {compression} data, as its name says (it starts with {head[:8]!r})")
 
@@ -84,6 +93,19 @@ def _decompressed(url: str, f, compression: str | None) -> Iterator[bytes]:
     # deflate's ratio is at most ~1000)
     step = ZSTD_STEP if compression == "zstd" else READ_CHUNK
     while data:
+        if compression == "zstd" and _skippable(data):  # skip it: its size is in its header
+            while len(data) < 8 and (more := f.read(READ_CHUNK)):
+                data += more
+            skip = 8 + int.from_bytes(data[4:8], "little")
+            need = skip - len(data)  # what is left of it past what was read (read and dropped, never held)
+            while need > 0:
+                more = f.read(min(need, 1 << 20))
+                if not more:
+                    raise _Damage(f"a zstd skippable frame at byte {offset} runs past the end of the file")
+                need -= len(more)
+            offset += skip
+            data = data[skip:] if need < 0 else f.read(READ_CHUNK)
+            continue
         decoder = _decoder(compression)
         rest = b""
         while not decoder.eof:
@@ -108,8 +130,30 @@ def _decompressed(url: str, f, compression: str | None) -> Iterator[bytes]:
         data = rest.lstrip(b"\0")
         while len(data) < len(magic) and (more := f.read(READ_CHUNK)):
             data = (data + more).lstrip(b"\0")
-        if data and not data.startswith(magic):
+        if data and not data.startswith(magic) and not (compression == "zstd" and _skippable(data)):
             raise _Damage(f"unreadable data after the {compression} data that ends at byte {offset}")
+
+
+def _as_utf8(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The stream without a UTF-8 byte order mark, and a UTF-16 one (its BOM says which) as UTF-8: a file saved
+    by a Windows editor is JSON Lines all the same."""
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= 3:
+            break
+    if head.startswith(codecs.BOM_UTF8):
+        yield head[3:]
+        yield from chunks
+    elif head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        decoder = codecs.getincrementaldecoder("utf-16")("replace")
+        yield decoder.decode(head).encode("utf-8")
+        for chunk in chunks:
+            yield decoder.decode(chunk).encode("utf-8")
+        yield decoder.decode(b"", final=True).encode("utf-8")
+    else:
+        yield head
+        yield from chunks
 
 
 def iter_lines(url: str, max_line: int | None = None) -> Iterator[tuple[int, bytes | None]]:
@@ -127,7 +171,7 @@ def iter_lines(url: str, max_line: int | None = None) -> Iterator[tuple[int, byt
         held = 0  # bytes in pending
         over = False  # the current line passed the cap: its bytes are being dropped
         try:
-            for chunk in _decompressed(url, f, compression):
+            for chunk in _as_utf8(_decompressed(url, f, compression)):
                 parts = chunk.split(b"\n")
                 if len(parts) == 1:
                     if not over:

@@ -182,6 +182,44 @@ def read_parquet(
             row += done + lost
 
 
+SAMPLE_RECORDS = 100  # records a JSONL file's first look reads
+
+
+def check_text_field(url: str, text_field: str) -> None:
+    """Raise :class:`InputError` when most of a JSONL file's first records lack ``text_field``: the source names
+    the wrong field, and reading on would make a component of nothing (each record removed as missing its text).
+    The message shows the keys the records do have. A few records without it are the reader's to count."""
+    n = missing = 0
+    keys: dict[str, int] = {}
+    try:
+        for _, line in iter_lines(url, max_line=1 << 20):
+            if line is None:
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(rec, dict):
+                continue
+            n += 1
+            if text_field not in rec:
+                missing += 1
+                for k in rec:
+                    keys[k] = keys.get(k, 0) + 1
+            if n >= SAMPLE_RECORDS:
+                break
+    except DamagedStream:
+        pass  # damage is counted where it is read
+    if n and 2 * missing > n:
+        common = sorted(keys, key=lambda k: -keys[k])[:12]
+        raise InputError(
+            url,
+            f"{missing} of the first {n} records have no such field; their keys: {', '.join(common)}"
+            " (set the source's text_field)",
+            field=text_field,
+        )
+
+
 def check_shard(url: str, fmt: str, text_field: str) -> None:
     """Raise :class:`InputError` when a file cannot be read as ``fmt`` at all, from a cheap look at its start (or,
     for Parquet, its footer). Run on every input before any stage starts, such a file stops the build with one line
@@ -196,6 +234,8 @@ def check_shard(url: str, fmt: str, text_field: str) -> None:
             check_magic(url, f.read(8))
         elif fmt == "warc":
             check_start(url, f.read(1 << 16))
+    if fmt == "jsonl":
+        check_text_field(url, text_field)
 
 
 def read_shard(

@@ -161,16 +161,21 @@ def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, Any]):
         return fasttext.load_model(path)
 
 
+def model_url(recipe: Recipe, output: str) -> str:
+    """Where :func:`train` writes (or finds) the recipe's model under ``output``."""
+    return fs.join(model_dir(recipe, output), "model.ftz" if recipe.quantize else "model.bin")
+
+
 def train(recipe: Recipe, output: str) -> Trained:
     if recipe.model_url is not None:
         raise ConfigError(
             recipe.file, "model_url", "this recipe describes a ready model; point a mixture at it"
         )
     out = model_dir(recipe, output)
-    name = "model.ftz" if recipe.quantize else "model.bin"
-    model_url, report_url = fs.join(out, name), fs.join(out, "report.json")
-    if fs.exists(model_url) and fs.exists(report_url):
-        return Trained(model_url, json.loads(fs.read_text(report_url)), reused=True)
+    url, report_url = model_url(recipe, output), fs.join(out, "report.json")
+    name = url.rsplit("/", 1)[-1]
+    if fs.exists(url) and fs.exists(report_url):
+        return Trained(url, json.loads(fs.read_text(report_url)), reused=True)
 
     import fasttext
 
@@ -195,8 +200,8 @@ def train(recipe: Recipe, output: str) -> Trained:
 
     from datapipe.quality.model import QualityModel
 
-    fs.write_bytes_atomic(model_url, data)
-    scorer = QualityModel(model_url, recipe.positive_label, recipe.lowercase)
+    fs.write_bytes_atomic(url, data)
+    scorer = QualityModel(url, recipe.positive_label, recipe.lowercase)
     scores = scorer.scores([t for _, t in valid])
     truth = np.array([label == recipe.positive_label for label, _ in valid])
     predicted = scores >= 0.5
@@ -226,4 +231,4 @@ def train(recipe: Recipe, output: str) -> Trained:
         "seed": recipe.seed,
     }
     fs.write_text_atomic(report_url, json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return Trained(model_url, report, reused=False)
+    return Trained(url, report, reused=False)
