@@ -36,6 +36,11 @@ def command(mixture: str, output: str, *extra: str) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    ap = parser()
+    return ap.parse_known_args(argv)
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m pipelines.build_mixture",
         description=__doc__,
@@ -95,7 +100,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     dt.add_argument("--time", default="01:00:00", help="slurm: time limit per job (default 01:00:00)")
     dt.add_argument("--cpus-per-task", type=int, default=1, help="slurm: CPUs per task (default 1)")
     dt.add_argument("--mem-per-cpu-gb", type=int, default=2, help="slurm: memory per CPU in GB (default 2)")
-    return ap.parse_known_args(argv)
+    return ap
+
+
+OWN_FLAGS = [s for s in parser()._option_string_actions if s.startswith("--")]
 
 
 def request(args: argparse.Namespace) -> BuildRequest:
@@ -121,8 +129,9 @@ def run(argv: list[str] | None = None) -> int:
 def make_engine(args: argparse.Namespace, extra: list[str]) -> Engine:
     """The engine the flags ask for; with datatrove, a flag neither knows is an error (not a Beam option)."""
     if args.engine == "beam":
-        from pipelines.beam.engine import BeamEngine  # Beam is imported only when it runs
+        from pipelines.beam.engine import BeamEngine, check_beam_flags  # Beam is imported only when it runs
 
+        check_beam_flags(extra, OWN_FLAGS)
         return BeamEngine(extra, args.global_shuffle)
     if args.global_shuffle != "auto":
         raise DatapipeError(

@@ -141,6 +141,27 @@ def test_dry_run_does_no_work(tmp_path):
     assert not out.exists() or list(out.iterdir()) == []
 
 
+def test_a_flag_neither_ours_nor_beams_is_refused(tmp_path):
+    """``--ouput`` is no option of the launcher or of Beam (which would drop it with a warning and build into the
+    default folder): one line naming it and the near miss, before any work; real Beam flags pass."""
+    bad = run_build("--mixture", "dclm_phase3.yaml", "--ouput", str(tmp_path / "o"), "--dry-run")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "error: unknown option(s): --ouput (did you mean --output?): neither build_mixture's (see --help) nor a "
+        "Beam pipeline option"
+    )
+    assert not (tmp_path / "o").exists()
+    good = run_build(
+        "--mixture",
+        "dclm_phase3.yaml",
+        "--output",
+        str(tmp_path / "o"),
+        "--dry-run",
+        "--direct_num_workers=2",
+    )
+    assert good.returncode == 0, good.stderr[-2000:]
+
+
 def test_resource_warnings_name_the_flag_that_makes_the_run_fit():
     from datapipe.build.estimate import StageEstimate, resource_warnings
 

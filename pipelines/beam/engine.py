@@ -8,6 +8,8 @@ left again with twice the rounds (a wave).
 
 from __future__ import annotations
 
+import difflib
+
 from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
 from datapipe.build.progress import WaveProgress
 from datapipe.build.run import StageReport, label
@@ -27,6 +29,32 @@ IN_MEMORY_SHUFFLE = (
     "SwitchingDirectRunner",
     "PrismRunner",
 )
+
+
+def beam_flag_names() -> list[str]:
+    """Every flag a Beam pipeline option class defines (``--runner``, ``--temp_location``, ...), collected as
+    ``PipelineOptions.get_all_options`` collects them to parse (Beam drops any other flag with a warning)."""
+    from apache_beam.options.pipeline_options import _BeamArgumentParser
+
+    parser = _BeamArgumentParser(allow_abbrev=False)
+    for cls in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        cls._add_argparse_args(parser)
+    return [s for s in parser._option_string_actions if s.startswith("--")]
+
+
+def check_beam_flags(flags: list[str], own: list[str]) -> None:
+    """Refuse a flag that is neither the launcher's (``own``) nor a Beam pipeline option: Beam would drop it with
+    a warning and the build would run without it (``--ouput`` writing to the default folder)."""
+    names = set(beam_flag_names())
+    unknown = [f.split("=", 1)[0] for f in flags if f.startswith("-") and f.split("=", 1)[0] not in names]
+    if unknown:
+        hints = []
+        for flag in unknown:
+            near = difflib.get_close_matches(flag, own + sorted(names), n=1, cutoff=0.75)
+            hints.append(f"{flag} (did you mean {near[0]}?)" if near else flag)
+        raise DatapipeError(
+            f"unknown option(s): {', '.join(hints)}: neither build_mixture's (see --help) nor a Beam pipeline option"
+        )
 
 
 class BeamEngine:
