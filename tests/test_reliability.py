@@ -177,20 +177,33 @@ def test_a_second_build_on_the_same_output_refuses_or_waits(kill_mix, tmp_path):
         time.sleep(0.05)
     assert lease.exists()
     holder = json.loads(lease.read_text())
-    second = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
-    assert second.returncode == 2
-    assert second.stderr.count("\n") == 1 and "another build is writing here" in second.stderr
-    assert f"pid {holder['pid']}" in second.stderr and "Traceback" not in second.stderr
-    # the first build may have finished while the refused one started up (seconds of imports): then there is
-    # nothing to wait for, and the waiting build only finds everything cached
-    first_done = first.poll() is not None
-    waiting = subprocess.run(
-        build_cmd(mix, out, "--wait-lease", "120"), cwd=REPO, capture_output=True, text=True
-    )
+    # the first build is stopped while the others start (seconds of imports each, more on a busy machine), so it
+    # still holds the lease when they look: events, not timing, decide what they see (its TTL is 60 s)
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+        assert second.returncode == 2
+        assert second.stderr.count("\n") == 1 and "another build is writing here" in second.stderr
+        assert f"pid {holder['pid']}" in second.stderr and "Traceback" not in second.stderr
+        waiting = subprocess.Popen(
+            build_cmd(mix, out, "--wait-lease", "120"),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert waiting.stdout is not None
+        seen = [waiting.stdout.readline()]
+        while seen[-1] and "waiting for another build" not in seen[-1]:
+            seen.append(waiting.stdout.readline())
+        assert "waiting for another build" in seen[-1], seen
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    rest, err = waiting.communicate()
     assert first.wait() == 0
-    assert waiting.returncode == 0, waiting.stderr[-2000:]
-    assert first_done or "waiting for another build" in waiting.stdout
-    assert " ran in " not in waiting.stdout  # all cached
+    assert waiting.returncode == 0, err[-2000:]
+    waiting_out = "".join(seen) + rest
+    assert " ran in " not in waiting_out  # all cached
     assert not lease.exists()
     # a lease left by a dead build (no heartbeat for longer than its TTL) is taken over
     lease.write_text(

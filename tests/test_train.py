@@ -3,6 +3,8 @@ document masking, schedules and config errors."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -290,3 +292,47 @@ def test_tiny_loss_falls_by_30_percent_in_200_steps(manifest, tmp_path):
     print(f"tiny: loss {first:.3f} at step 1 -> {last:.3f} over steps 191-200 ({1 - last / first:.0%} lower)")
     assert last <= 0.7 * first
     assert os.path.exists(tmp_path / "run.json")
+
+
+def test_run_folder_is_named_and_another_runs_folder_is_refused(manifest, tmp_path):
+    """The first line names the run folder; resuming a folder whose checkpoints were trained on another manifest is
+    one line, not a restore traceback; ``--fresh`` starts anew there. The default folder carries the manifest's
+    hash, so two mixtures never share one."""
+    from datapipe.train.cli import default_run_dir
+
+    run = tmp_path / "run"
+    small = ["--devices", "1", "seq_len=64", "global_batch=4", "checkpoint.every=1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "datapipe.cli",
+        "train",
+        "--mixture",
+        manifest,
+        "--model",
+        "tiny",
+        "--steps",
+        "1",
+    ]
+    first = subprocess.run([*cmd, "--run-dir", str(run), *small], cwd=REPO, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.splitlines()[0] == f"run folder: {run}"
+    doc = json.loads((run / "run.json").read_text())
+    doc["manifest_sha256"] = "0" * 64  # as if trained on another mixture
+    (run / "run.json").write_text(json.dumps(doc))
+    again = subprocess.run(
+        [*cmd[:-1], "2", "--run-dir", str(run), *small], cwd=REPO, capture_output=True, text=True
+    )
+    assert again.returncode == 2
+    (line,) = again.stderr.strip().splitlines()
+    assert (
+        line.startswith(f"error: {run}: its checkpoints are of another run: manifest ") and "--fresh" in line
+    )
+    fresh = subprocess.run(
+        [*cmd, "--run-dir", str(run), "--fresh", *small], cwd=REPO, capture_output=True, text=True
+    )
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert json.loads((run / "run.json").read_text())["manifest_sha256"] != "0" * 64
+    folder = default_run_dir(manifest, "tiny")
+    sha = hashlib.sha256(Path(manifest).read_bytes()).hexdigest()[:8]
+    assert folder == os.path.join("runs", f"{Path(manifest).parent.name}-tiny-{sha}")

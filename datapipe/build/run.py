@@ -77,6 +77,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
     for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
         for url in files[src.name]:
             check_shard(url, src.format, src.text_field)
+    fs.check_writable(mixture.output, "build's output", create=not request.dry_run)
     tokenizer = load_tokenizer(mixture.tokenizer)
     print(f"mixture {mixture.name}: {len(sources)} source(s) -> {mixture.output}")
     with OutputLease(mixture.output, wait_s=request.wait_lease):  # one build per output folder at a time

@@ -13,6 +13,8 @@ import tempfile
 import fsspec
 from fsspec.core import url_to_fs
 
+from datapipe.errors import DatapipeError
+
 
 def has_protocol(path: str) -> bool:
     return "://" in path
@@ -70,6 +72,29 @@ def size(url: str) -> int:
 def makedirs(url: str) -> None:
     fs, path = url_to_fs(url)
     fs.makedirs(path, exist_ok=True)
+
+
+def check_writable(url: str, what: str, create: bool = True) -> None:
+    """Raise :class:`DatapipeError` naming ``url`` when a folder there cannot be written: before any work, one
+    line instead of a ``PermissionError`` traceback mid-build. With ``create`` the folder is made and a probe file
+    written and removed (the only proof on every file system); without (a dry run, which writes nothing), a local
+    path's nearest existing parent must be a folder this process may write to."""
+    try:
+        if create:
+            makedirs(url)
+            probe = join(url, f".datapipe-write-check-{os.getpid()}")
+            write_bytes_atomic(probe, b"")
+            remove(probe)
+        elif is_local(url):
+            parent = os.path.abspath(local_path(url))
+            while not os.path.exists(parent):
+                parent = os.path.dirname(parent)
+            if not os.path.isdir(parent):
+                raise NotADirectoryError(f"{parent} is a file")
+            if not os.access(parent, os.W_OK):
+                raise PermissionError(f"{parent} is not writable")
+    except OSError as e:
+        raise DatapipeError(f"{url}: cannot write the {what} there ({e.strerror or e})") from None
 
 
 def remove(url: str) -> None:

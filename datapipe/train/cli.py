@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
+
+from datapipe.io import fs
 
 EXAMPLE = """\
 examples:
@@ -24,7 +28,15 @@ def add_train_parser(sub) -> None:
     t.add_argument("--model", help="preset: tiny, 150m, 1b, marin_8b")
     t.add_argument("--steps", type=int, help="total steps of the run")
     t.add_argument("--config", help="a train YAML (schemas/train.schema.json); flags and overrides win")
-    t.add_argument("--run-dir", help="checkpoints, metrics.jsonl, run.json (default runs/<mixture>-<model>)")
+    t.add_argument(
+        "--run-dir",
+        help="checkpoints, metrics.jsonl, run.json (default runs/<mixture>-<model>-<manifest sha256 8>)",
+    )
+    t.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start the run anew in its folder: its checkpoints and metrics are deleted first",
+    )
     t.add_argument("--until", type=int, help="stop after this step (checkpointed), to continue later")
     t.add_argument("--devices", type=int, help="fake this many CPU devices (tests, laptops)")
     t.add_argument("--peak-tflops", type=float, help="per-device peak for MFU (default: spec or measured)")
@@ -39,6 +51,17 @@ def add_train_parser(sub) -> None:
     t.add_argument(
         "overrides", nargs="*", help="dotted.key=value (YAML values): optimizer.lr.lr=1e-3 mesh.model=2"
     )
+
+
+def default_run_dir(mixture: str, model: str) -> str:
+    """``runs/<mixture folder>-<model>-<8 hex of the manifest's sha256>``: two mixtures (or two builds of one
+    mixture folder) never share a run folder, and the same manifest and model resume in theirs."""
+    from datapipe.train.trainer import manifest_url
+
+    url = manifest_url(mixture or "out/x")
+    name = os.path.basename(os.path.dirname(os.path.abspath(url)))
+    digest = hashlib.sha256(fs.read_bytes(url)).hexdigest()[:8] if fs.exists(url) else "none"
+    return os.path.join("runs", f"{name}-{model}-{digest}")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -64,9 +87,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.run_dir:
         over["run_dir"] = args.run_dir
     elif "run_dir" not in over and args.config is None:
-        name = os.path.basename(os.path.dirname(os.path.abspath(over.get("mixture", "out/x/mixture.json"))))
-        over["run_dir"] = os.path.join("runs", f"{name}-{over.get('model', 'model')}")
+        over["run_dir"] = default_run_dir(str(over.get("mixture", "")), str(over.get("model", "model")))
     cfg = load_train_config(args.config, over)
+    if jax.process_index() == 0:
+        print(f"run folder: {cfg.run_dir}", flush=True)
+        fs.check_writable(cfg.run_dir, "run folder")
+        if args.fresh:
+            for old in ("checkpoints", "metrics.jsonl", "run.json"):
+                path = os.path.join(cfg.run_dir, old)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                elif os.path.exists(path):
+                    os.remove(path)
     result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
     if args.coordinator or args.distributed:
         jax.distributed.shutdown()

@@ -24,7 +24,7 @@ from jax.sharding import PartitionSpec
 
 from datapipe.data.loader import MixtureLoader
 from datapipe.data.mixing import Phase, manifest_phases
-from datapipe.errors import ConfigError
+from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.store.manifest import MANIFEST, read_manifest
 from datapipe.train.checkpoint import Checkpoints, abstract_like
@@ -236,11 +236,36 @@ class Trainer:
             os.path.join(self.cfg.run_dir, RUN_FILE), json.dumps(doc, indent=2, sort_keys=True) + "\n"
         )
 
+    def check_same_run(self) -> None:
+        """Refuse to resume a run folder whose run was trained on another manifest or with another model shape:
+        restoring would fail deep in the checkpoint library (shapes) or, worse, go on with other data."""
+        path = os.path.join(self.cfg.run_dir, RUN_FILE)
+        if not fs.exists(path):
+            return
+        old = json.loads(fs.read_text(path))
+        sha = hashlib.sha256(fs.read_bytes(self.manifest_url)).hexdigest()
+        problems = []
+        if old.get("manifest_sha256") not in (None, sha):
+            problems.append(f"manifest {old.get('manifest', '?')} (sha256 {old['manifest_sha256'][:12]})")
+        model = json.loads(json.dumps(self.model.__dict__))  # as run.json holds it (tuples become lists)
+        if old.get("model") not in (None, model):
+            changed = sorted(
+                k for k in model.keys() | old["model"].keys() if old["model"].get(k) != model.get(k)
+            )
+            problems.append(f"model ({', '.join(changed)} differ)")
+        if problems:
+            raise DatapipeError(
+                f"{self.cfg.run_dir}: its checkpoints are of another run: {'; '.join(problems)}; give another "
+                "--run-dir, or --fresh to start this run anew there"
+            )
+
     def train(self, until: int | None = None) -> TrainResult:
         cfg = self.cfg
         last = min(cfg.steps, until) if until is not None else cfg.steps
         ckpt = Checkpoints(os.path.join(cfg.run_dir, "checkpoints"), cfg.checkpoint)
         start = ckpt.latest_step()
+        if start is not None and self._live is None:
+            self.check_same_run()
         if self._live is not None and (start is None or self._live[0] >= start):
             start, state = self._live  # this trainer's own state, from an earlier train(until=...)
         elif start is None:
