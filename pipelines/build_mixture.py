@@ -22,7 +22,7 @@ import logging
 import sys
 from dataclasses import fields
 
-from datapipe.build.run import BuildRequest, Engine, run_build
+from datapipe.build.run import BuildRequest, Engine, Interrupted, run_build
 from datapipe.errors import DatapipeError, error_lines
 from pipelines.datatrove.engine import EXECUTORS, DatatroveEngine, DatatroveOptions
 from pipelines.mixtures import BUNDLED
@@ -151,6 +151,12 @@ def main(argv: list[str] | None = None) -> None:
     except DatapipeError as e:
         print(error_lines(e), file=sys.stderr)
         sys.exit(2)
+    except Interrupted as e:  # Ctrl-C: one line, the shell's status for SIGINT
+        print(e, file=sys.stderr)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        print("interrupted before any stage ran; nothing to resume", file=sys.stderr)
+        sys.exit(130)
     except BrokenPipeError:  # output piped into `head`
         sys.stderr.close()
         sys.exit(0)

@@ -96,7 +96,14 @@ def built(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     mixture = write_mixture(folder, RECORD_LEVEL.format(root=BAD))
     out = folder / "out"
     proc = run_build("--mixture", str(mixture), "--output", str(out))
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    # every stage runs; the manifest is refused: the parquet source's only file is empty, and a component of
+    # nothing would be sampled by weight and never give a row
+    assert proc.returncode == 2, proc.stderr[-4000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {mixture}: sources.parquet: its cache holds no tokens (no documents were read); "
+        "the manifest is not written"
+    )
+    assert not (out / "mixture.json").exists()
     return out, proc
 
 

@@ -162,6 +162,21 @@ def test_a_flag_neither_ours_nor_beams_is_refused(tmp_path):
     assert good.returncode == 0, good.stderr[-2000:]
 
 
+@pytest.mark.parametrize("dry", [False, True])
+def test_unwritable_output_is_one_line_before_work(tmp_path, dry):
+    """An output folder that cannot be made (here: under a file) is one error line before any work, in a dry run
+    too (which checks without writing)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    out = blocker / "out"
+    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out), *(["--dry-run"] if dry else []))
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert (
+        line.startswith(f"error: {out}: cannot write the build's output there (") and "Traceback" not in line
+    )
+
+
 def test_resource_warnings_name_the_flag_that_makes_the_run_fit():
     from datapipe.build.estimate import StageEstimate, resource_warnings
 

@@ -134,7 +134,8 @@ def test_phases_get_no_more_tasks_than_they_have_items(datatrove_small):
 
 
 @pytest.mark.reliability
-@pytest.mark.parametrize("moment", [pytest.param("signatures", marks=pytest.mark.slow), "shards"])
+@pytest.mark.slow  # ~45 s each; make test-all (make test kills Beam builds, tests/test_reliability.py)
+@pytest.mark.parametrize("moment", ["signatures", "shards"])
 def test_killed_stage_resumes_to_the_same_bytes(small_mixture, datatrove_small, tmp_path, moment):
     """SIGKILL once datatrove has marked a task of the dedup stage's ``moment`` phase complete, then a rerun: the
     completed task is skipped (its log is not rewritten), and the output equals the uninterrupted build."""

@@ -190,6 +190,7 @@ def test_memory_is_bounded_by_the_cap_not_the_record(tmp_path):
     assert warc_peak < base + 200 and jsonl_peak < base + 200
     tally("bad_inputs", 3)
     tally("crashes", 0)
+    tally("unbounded", 0)
 
 
 def test_long_lines_and_values_are_removed_with_their_reason(tmp_path):

@@ -31,7 +31,7 @@ from datapipe.io import fs
 from datapipe.io.readers import check_shard
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
-from datapipe.stage import read_stage_json
+from datapipe.stage import read_stage_json, stats_path
 from datapipe.store.cache import LEDGER
 from datapipe.store.identity import TokenizerIdentity
 from datapipe.store.manifest import Component, read_manifest, write_manifest
@@ -93,9 +93,36 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
             for line in warnings:
                 print(line)
             return 0
-        return build(
-            mixture, sources, plans, tokenizer.identity, engine, request.train_tokens or mixture.train_tokens
-        )
+        try:
+            return build(
+                mixture,
+                sources,
+                plans,
+                tokenizer.identity,
+                engine,
+                request.train_tokens or mixture.train_tokens,
+            )
+        except KeyboardInterrupt:
+            raise Interrupted(*committed_shards(plans)) from None
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a build: what was committed stays, a rerun goes on from there."""
+
+    def __init__(self, committed: int, total: int) -> None:
+        super().__init__(f"interrupted: {committed} of {total} shards committed; rerun to resume")
+
+
+def committed_shards(plans: list[SourcePlan]) -> tuple[int, int]:
+    """(shards committed, shards planned) over every stage of the plans: a finished stage counts all of its."""
+    done = total = 0
+    for sp in plans:
+        for st in sp.stages:
+            total += len(st.shards)
+            done += (
+                len(st.shards) if st.done else sum(fs.exists(stats_path(st.out_dir, s)) for s in st.shards)
+            )
+    return done, total
 
 
 def build(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -28,6 +29,9 @@ class Failed:
 
 
 def _child(conn, fn: Callable[[Any], str]) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent decides when this one ends (it closes the
+    # pipe), so the child has no traceback of its own to print
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             batch = conn.recv()

@@ -102,4 +102,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
     if args.coordinator or args.distributed:
         jax.distributed.shutdown()
+    if result.status == "interrupted":
+        return 130  # a checkpoint was written: the same command resumes
     return 0 if result.status in ("finished", "stopped", "preempted") else 1

@@ -3,7 +3,7 @@
 Resuming is automatic: the latest complete checkpoint in ``run_dir/checkpoints`` gives the state and the step, and
 the loader needs only the step. On CPU, a run resumed at step k reproduces the uninterrupted run bit for bit.
 SIGTERM (a preemption notice) finishes the current step, writes a checkpoint, and returns with status
-``preempted`` (the CLI exits 0).
+``preempted`` (the CLI exits 0); Ctrl-C does the same with status ``interrupted`` (the CLI exits 130).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ RUN_FILE = "run.json"
 
 @dataclass
 class TrainResult:
-    status: str  # "finished" | "stopped" | "preempted"
+    status: str  # "finished" | "stopped" | "preempted" (SIGTERM) | "interrupted" (Ctrl-C)
     step: int
     losses: dict[int, float] = field(default_factory=dict)
     run_dir: str = ""
@@ -277,8 +277,10 @@ class Trainer:
         log = MetricsLog(os.path.join(cfg.run_dir, "metrics.jsonl"), start, enabled=self.is_main)
         validate = self._validation()
         stop: dict[str, int | None] = {"signal": None}
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop.__setitem__("signal", signum))
+        # SIGTERM (a preemption notice) and Ctrl-C both end the run after this step, with a checkpoint
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for s in previous:
+            signal.signal(s, lambda signum, frame: stop.__setitem__("signal", signum))
         if self.verbose and self.is_main:
             print(
                 f"train: {self.model.name} ({self.model.num_params() / 1e6:.1f}M params) on mesh "
@@ -336,14 +338,15 @@ class Trainer:
                 ckpt.maybe_save(done, state)
                 result.step = done
                 if stop["signal"]:
-                    result.status = "preempted"
+                    result.status = "interrupted" if stop["signal"] == signal.SIGINT else "preempted"
                     break
-            if cfg.checkpoint.at_exit or result.status == "preempted":
+            if cfg.checkpoint.at_exit or result.status in ("preempted", "interrupted"):
                 ckpt.save_now(result.step, state)
         finally:
             batches.close()
             ckpt.close()
-            signal.signal(signal.SIGTERM, previous)
+            for s, handler in previous.items():
+                signal.signal(s, handler)
         self.final_state = state
         self._live = (result.step, state)
         if self.verbose and self.is_main:
