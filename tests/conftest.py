@@ -126,9 +126,26 @@ def fixture_texts() -> list[str]:
     return texts
 
 
+def pytest_sessionfinish(session) -> None:
+    """In a pytest-xdist worker: hand this worker's reliability tally to the controller."""
+    from tests.reliability import TALLY
+
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["tally"] = dict(TALLY)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """On the pytest-xdist controller: add a finished worker's tally to the run's."""
+    from tests.reliability import TALLY
+
+    TALLY.update(getattr(node, "workeroutput", {}).get("tally", {}))
+
+
 def pytest_unconfigure(config) -> None:
-    """After pytest's own summary: the reliability tally, when reliability tests ran (the line is the run's last)."""
+    """After pytest's own summary: the reliability tally, when reliability tests ran (the line is the run's last;
+    with workers, only the controller prints it, the sum of theirs)."""
     from tests.reliability import TALLY, summary_line
 
-    if TALLY:
+    if TALLY and not hasattr(config, "workeroutput"):
         print(summary_line(), flush=True)

@@ -150,12 +150,14 @@ def test_build_succeeds_and_every_stage_balances(built):
 
 
 def test_truncated_crawl_keeps_every_page_before_the_cut(built):
-    out, _ = built
+    out, proc = built
     name = "warc/truncated-crawl.warc.gz"
     planted = PROVENANCE[name]["planted"]
     stats = shard_stats(out, "warc", name)
     assert stats["docs_in"] == planted["complete_html_responses"] + planted["cut_html_responses"]
     assert stats["removed"] == {"read/truncated_record": planted["cut_html_responses"]}
+    # the damage is named on the console too, with the file
+    assert any(line.startswith("WARNING") and name in line for line in proc.stderr.splitlines())
     # the pages kept are the first pages of the undamaged shard, with the same text
     with open(CORPORA / "crawl" / "docs-00000.warc.gz", "rb") as f:
         whole = [

@@ -367,3 +367,38 @@ def test_text_encodings_and_containers_read_whole(tmp_path):
         assert seen.records == 5 and not seen.unusable and not seen.not_records, (name, seen)
     tally("bad_inputs", len(files))
     tally("crashes", 0)
+
+
+def test_every_matched_path_is_a_file_or_is_named(tmp_path, caplog):
+    """A glob's matches that are no readable file are never silently left out: a symlink to nothing stops the
+    build before work (a link to fix), a folder is named in one warning and not read."""
+    from datapipe.build.plan import check_inputs
+    from datapipe.config.mixture import load_mixture
+    from datapipe.errors import ConfigError
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jsonl").write_bytes(b'{"text": "a document"}\n')
+    (data / "sub.jsonl").mkdir()  # a folder whose name matches
+    mix = write_mixture(
+        tmp_path,
+        MIX.format(root=data, name="other", path="*.jsonl", field="text", extra="").replace(
+            "good.jsonl", "a.jsonl"
+        ),
+    )
+    with caplog.at_level("WARNING"):
+        mixture = load_mixture(str(mix))
+        files = check_inputs(mixture, mixture.sources)
+    assert files["other"] == [str(data / "a.jsonl")]
+    (record,) = [r for r in caplog.records if "folder" in r.getMessage()]
+    assert (
+        "sources.other.paths[0]: 1 folder(s) match '" in record.getMessage()
+        and "sub.jsonl" in record.getMessage()
+    )
+    (data / "gone.jsonl").symlink_to(data / "nowhere.jsonl")
+    with pytest.raises(ConfigError) as info:
+        check_inputs(mixture, mixture.sources)
+    assert info.value.field == "sources.other.paths[0]"
+    assert info.value.message == f"{data / 'gone.jsonl'} matches but is a symlink to nothing"
+    tally("bad_inputs", 2)
+    tally("crashes", 0)

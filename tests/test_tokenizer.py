@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import DatapipeError
 from datapipe.tokenize.tokenizer import build_gpt2, load_tokenizer
+from tests.conftest import REPO
 
 
 def test_hello_world_is_gpt2():
@@ -51,3 +57,24 @@ def test_long_text_in_pieces_equals_whole(fixture_texts):
     assert len(pieces) > 20 and "".join(pieces) == text
     whole = tok.tokenizer.encode(text, add_special_tokens=False).ids + [tok.identity.eos_id]
     assert tok.encode_arrays([text])[0].tolist() == whole
+
+
+def test_hub_tokenizer_without_network_is_one_line_in_seconds(tmp_path):
+    """An ``hf:`` tokenizer the hub cannot serve (an unreachable endpoint, nothing cached): one line within seconds
+    saying to give a local tokenizer.json, not the hub client's ~25 s of retries."""
+    env = {**os.environ, "HF_ENDPOINT": "https://hub.invalid", "HF_HOME": str(tmp_path / "hf")}
+    code = (
+        "from datapipe.config.stages import TokenizerConfig\n"
+        "from datapipe.errors import DatapipeError\n"
+        "from datapipe.tokenize.tokenizer import load_tokenizer\n"
+        "try:\n    load_tokenizer(TokenizerConfig(path='hf:openai-community/gpt2'))\n"
+        "except DatapipeError as e:\n    print(e)\n"
+    )
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert time.monotonic() - t0 < 15, "waited on retries"
+    (line,) = proc.stdout.strip().splitlines()
+    assert line.startswith("hf:openai-community/gpt2: the Hugging Face hub (hub.invalid) cannot be reached (")
+    assert line.endswith("give the path of a local tokenizer.json as tokenizer.path")

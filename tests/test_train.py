@@ -301,36 +301,24 @@ def test_run_folder_is_named_and_another_runs_folder_is_refused(manifest, tmp_pa
     from datapipe.train.cli import default_run_dir
 
     run = tmp_path / "run"
-    small = ["--devices", "1", "seq_len=64", "global_batch=4", "checkpoint.every=1"]
-    cmd = [
-        sys.executable,
-        "-m",
-        "datapipe.cli",
-        "train",
-        "--mixture",
-        manifest,
-        "--model",
-        "tiny",
-        "--steps",
-        "1",
-    ]
-    first = subprocess.run([*cmd, "--run-dir", str(run), *small], cwd=REPO, capture_output=True, text=True)
+
+    def train(steps: int, *extra: str) -> subprocess.CompletedProcess:
+        cmd = _train_cmd(manifest, run, steps, "--devices", "8", *extra, "checkpoint.every=1")
+        return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+
+    first = train(1)
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.splitlines()[0] == f"run folder: {run}"
     doc = json.loads((run / "run.json").read_text())
     doc["manifest_sha256"] = "0" * 64  # as if trained on another mixture
     (run / "run.json").write_text(json.dumps(doc))
-    again = subprocess.run(
-        [*cmd[:-1], "2", "--run-dir", str(run), *small], cwd=REPO, capture_output=True, text=True
-    )
+    again = train(2)
     assert again.returncode == 2
     (line,) = again.stderr.strip().splitlines()
     assert (
         line.startswith(f"error: {run}: its checkpoints are of another run: manifest ") and "--fresh" in line
     )
-    fresh = subprocess.run(
-        [*cmd, "--run-dir", str(run), "--fresh", *small], cwd=REPO, capture_output=True, text=True
-    )
+    fresh = train(1, "--fresh")
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert json.loads((run / "run.json").read_text())["manifest_sha256"] != "0" * 64
     folder = default_run_dir(manifest, "tiny")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
 from datapipe.stage import Stage, TwoPhaseStage, is_done
+
+log = logging.getLogger(__name__)
 
 
 def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
@@ -89,16 +92,29 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
     for s in sources:
         files: list[str] = []
         for i, pattern in enumerate(s.paths):
+            field = f"sources.{s.name}.paths[{i}]"
             try:
-                matched = fs.glob(pattern)
+                matched, others = fs.glob_split(pattern)
             except (OSError, ValueError) as e:
-                raise ConfigError(
-                    mixture.file, f"sources.{s.name}.paths[{i}]", f"cannot list {pattern!r}: {e}"
-                ) from None
-            if not matched:
-                raise ConfigError(
-                    mixture.file, f"sources.{s.name}.paths[{i}]", f"no file matches {pattern!r}"
+                raise ConfigError(mixture.file, field, f"cannot list {pattern!r}: {e}") from None
+            broken = [(field, f"{path} matches but is {why}") for path, why in others if why != "a folder"]
+            if (
+                broken
+            ):  # the user meant them as inputs: a link or permission to fix, not a file to lose quietly
+                (where, why), *more = broken
+                raise ConfigError(mixture.file, where, why, more)
+            folders = [path for path, _ in others]
+            if folders:
+                log.warning(
+                    "%s: %s: %d folder(s) match %r and are not read: %s",
+                    mixture.file,
+                    field,
+                    len(folders),
+                    pattern,
+                    ", ".join(folders[:5]) + (" ..." if len(folders) > 5 else ""),
                 )
+            if not matched:
+                raise ConfigError(mixture.file, field, f"no file matches {pattern!r}")
             files.extend(m for m in matched if m not in files)
         out[s.name] = files
         for key in ("url_blocklist", "bad_words"):

@@ -48,15 +48,32 @@ def resolve(path: str, base_dir: str) -> str:
 
 def glob(pattern: str) -> list[str]:
     """Files matching ``pattern``, sorted, as URLs of the same form as the pattern (plain paths stay plain)."""
+    return glob_split(pattern)[0]
+
+
+def glob_split(pattern: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(readable files matching ``pattern``, every other match with why it is not one: ``a folder``, ``a symlink
+    to nothing``, ``not readable``), sorted, as URLs of the same form as the pattern."""
     fs, fs_path = url_to_fs(pattern)
     if any(c in fs_path for c in "*?["):
-        matches = fs.glob(fs_path)
+        matches = sorted(fs.glob(fs_path))
     else:
-        matches = [fs_path] if fs.exists(fs_path) else []
-    files = sorted(m for m in matches if fs.isfile(m))
-    if is_local(pattern):
-        return files
-    return [fs.unstrip_protocol(m) for m in files]
+        matches = [fs_path] if fs.exists(fs_path) or (is_local(pattern) and os.path.islink(fs_path)) else []
+    files: list[str] = []
+    others: list[tuple[str, str]] = []
+    local = is_local(pattern)
+    for m in matches:
+        url = m if local else fs.unstrip_protocol(m)
+        if local and os.path.islink(m) and not os.path.exists(m):
+            others.append((url, "a symlink to nothing"))
+        elif fs.isfile(m):  # one call for the common case
+            if local and not os.access(m, os.R_OK):
+                others.append((url, "not readable"))
+            else:
+                files.append(url)
+        else:
+            others.append((url, "a folder" if fs.isdir(m) else "not a file"))
+    return files, others
 
 
 def exists(url: str) -> bool:

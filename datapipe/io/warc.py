@@ -138,6 +138,17 @@ def _read_payload(record, tally: ReadTally, counted: bool = True) -> bytes:
         raise
 
 
+def _cut_short(shard: Shard, record, got: int, expected: int) -> None:
+    """Damage is named on the console as well as counted: a record the file ends inside (a truncated member)."""
+    log.warning(
+        "%s: the record at offset %d ends after %d of its %d bytes (a truncated file?); removed",
+        shard.url,
+        record.stream_pos,
+        got,
+        expected,
+    )
+
+
 def _not_a_page(record) -> str | None:
     """Why a response with a parsed HTTP header holds no page (``warc/http_not_ok``, ``warc/not_html``), or None."""
     status = record.http_headers.status_code if record.http_headers is not None else None
@@ -209,6 +220,7 @@ def read_warc(
             body = _read_payload(record, tally)
             tally.bytes += len(body)
             if len(body) < expected:
+                _cut_short(shard, record, len(body), expected)
                 tally.unusable_record("read/truncated_record")
                 return None
             meta = _meta(record)
@@ -223,6 +235,7 @@ def read_warc(
         block = _read_payload(record, tally, counted=False)
         tally.bytes += len(block)
         if len(block) < expected:
+            _cut_short(shard, record, len(block), expected)
             tally.records += 1
             tally.unusable_record("read/truncated_record")
             return None

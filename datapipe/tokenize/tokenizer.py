@@ -12,9 +12,12 @@ mixture manifest, so a reader can refuse a cache made with another tokenizer.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import socket
+import urllib.parse
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,13 +87,37 @@ def build_gpt2() -> Tokenizer:
     return tok
 
 
+def _hub_file(repo: str) -> str:
+    """``tokenizer.json`` of a hub repository: from the local Hugging Face cache when it is there, else downloaded,
+    after one quick look (3 s) that the hub can be reached at all: the hub client retries five times over ~25 s
+    before it gives up on a machine without network."""
+    from huggingface_hub import constants, hf_hub_download
+
+    with contextlib.suppress(Exception):
+        return hf_hub_download(repo, "tokenizer.json", local_files_only=True)
+    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    hint = "give the path of a local tokenizer.json as tokenizer.path"
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError as e:
+        raise DatapipeError(
+            f"hf:{repo}: the Hugging Face hub ({host}) cannot be reached ({e}); {hint}"
+        ) from None
+    try:
+        return hf_hub_download(repo, "tokenizer.json")
+    except Exception as e:  # noqa: BLE001 - any hub failure is the same advice
+        raise DatapipeError(
+            f"hf:{repo}: no tokenizer.json from the hub ({type(e).__name__}); {hint}"
+        ) from None
+
+
 def _load_raw(ref: str) -> Tokenizer:
     if ref == "builtin:gpt2":
         return build_gpt2()
     if ref.startswith("builtin:"):
         raise DatapipeError(f"unknown bundled tokenizer {ref!r} (bundled: builtin:gpt2)")
     if ref.startswith("hf:"):
-        return Tokenizer.from_pretrained(ref[3:])
+        return Tokenizer.from_file(_hub_file(ref[3:]))
     url = ref
     if not url.endswith(".json"):
         url = fs.join(url, "tokenizer.json")
