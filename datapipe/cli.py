@@ -127,8 +127,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from datapipe.report.collect import format_source_table, mixture_chains
     from datapipe.report.html import render_report
 
-    page = render_report(args.output, train_tokens=args.train_tokens)
     target = args.html or fs.join(args.output, "report.html")
+    folder = target.rsplit("/", 1)[0] if "/" in target else "."
+    fs.check_writable(folder, "report")  # before the minutes of rendering, not after
+    page = render_report(args.output, train_tokens=args.train_tokens)
     fs.write_text_atomic(target, page)
     _, chains = mixture_chains(args.output)
     print(format_source_table({name: [r.counts for r in chain] for name, chain in chains.items()}))

@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from datapipe.store.cache import TokenCache
 from datapipe.store.identity import TokenizerIdentity
 from datapipe.store.manifest import open_component, read_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
-from tests.conftest import run_build, tree_digest, write_mixture
+from tests.conftest import REPO, run_build, tree_digest, write_mixture
 
 
 def _stage_dir(out: Path, source: str, stage: str) -> Path:
@@ -251,3 +253,24 @@ def test_extracted_records_follow_the_document_schema(built_small):
         for part in sorted(_stage_dir(out, source, "extract").glob("part-*.jsonl.zst")):
             for doc in read_records(str(part)):
                 validate(doc, "document", file=str(part))
+
+
+def test_unwritable_report_path_is_one_line_before_rendering(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "datapipe.cli",
+            "report",
+            str(tmp_path / "no-build"),
+            "--html",
+            f"{blocker}/r.html",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {blocker}: cannot write the report there ({blocker} is a file)"

@@ -97,6 +97,8 @@ def check_writable(url: str, what: str, create: bool = True) -> None:
     written and removed (the only proof on every file system); without (a dry run, which writes nothing), a local
     path's nearest existing parent must be a folder this process may write to."""
     try:
+        if is_local(url) and os.path.exists(local_path(url)) and not os.path.isdir(local_path(url)):
+            raise NotADirectoryError(f"{url} is a file")
         if create:
             makedirs(url)
             probe = join(url, f".datapipe-write-check-{os.getpid()}")
