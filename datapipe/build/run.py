@@ -9,9 +9,13 @@ after it, one line per stage, the per-source table, the manifest and the run rec
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+import signal
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -93,17 +97,43 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
             for line in warnings:
                 print(line)
             return 0
-        try:
-            return build(
-                mixture,
-                sources,
-                plans,
-                tokenizer.identity,
-                engine,
-                request.train_tokens or mixture.train_tokens,
-            )
-        except KeyboardInterrupt:
-            raise Interrupted(*committed_shards(plans)) from None
+        train_tokens = request.train_tokens or mixture.train_tokens
+        with _noting_ctrl_c() as ctrl_c:
+            try:
+                return build(mixture, sources, plans, tokenizer.identity, engine, train_tokens)
+            except BaseException:
+                # Beam re-raises a KeyboardInterrupt from inside a transform as a RuntimeError naming the step:
+                # whatever it became, an error after Ctrl-C is the interrupt
+                if ctrl_c.is_set():
+                    raise Interrupted(*committed_shards(plans)) from None
+                raise
+
+
+@contextlib.contextmanager
+def _noting_ctrl_c() -> Iterator[threading.Event]:
+    """While the build runs, Ctrl-C is noted (the event) before it raises ``KeyboardInterrupt`` as usual."""
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield noted  # signals reach only the main thread: nothing to note here
+        return
+
+    def on_sigint(signum: int, frame: object) -> None:
+        noted.set()
+        raise KeyboardInterrupt
+
+    def quiet_after(record: logging.LogRecord) -> bool:
+        return not noted.is_set()  # once interrupted, what the engine logs about it (tracebacks) is noise
+
+    handlers = logging.getLogger().handlers
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    for h in handlers:
+        h.addFilter(quiet_after)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for h in handlers:
+            h.removeFilter(quiet_after)
 
 
 class Interrupted(Exception):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -26,6 +26,17 @@ class Failed:
 
     reason: str
     detail: str = ""
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: a process started now inherits the mask (across exec too), so a
+    Ctrl-C that reaches it while it imports does nothing; its parent ends it."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _child(conn, fn: Callable[[Any], str]) -> None:
@@ -67,7 +78,10 @@ class Sandbox:
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_child, args=(child, self.fn), daemon=True)
-        self._proc.start()
+        with (
+            sigint_blocked()
+        ):  # the child is born with Ctrl-C blocked: its start-up imports print no traceback
+            self._proc.start()
         child.close()
         self._conn = parent
 

@@ -24,6 +24,7 @@ import numpy as np
 from datapipe.config.recipe import Recipe
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
+from datapipe.extract.sandbox import sigint_blocked
 from datapipe.extract.spaces import as_written
 from datapipe.io import fs
 from datapipe.io.readers import read_shard
@@ -154,7 +155,8 @@ def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, Any]):
         child = multiprocessing.get_context("spawn").Process(
             target=_fit_to_file, args=(train_file, seed, hyper, path)
         )
-        child.start()
+        with sigint_blocked():  # Ctrl-C is the parent's to handle: no traceback from the child's imports
+            child.start()
         child.join()
         if child.exitcode != 0 or not os.path.exists(path):
             return None
