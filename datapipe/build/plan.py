@@ -98,9 +98,8 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
             except (OSError, ValueError) as e:
                 raise ConfigError(mixture.file, field, f"cannot list {pattern!r}: {e}") from None
             broken = [(field, f"{path} matches but is {why}") for path, why in others if why != "a folder"]
-            if (
-                broken
-            ):  # the user meant them as inputs: a link or permission to fix, not a file to lose quietly
+            # the user meant them as inputs: a link or permission to fix, not a file to lose quietly
+            if broken:
                 (where, why), *more = broken
                 raise ConfigError(mixture.file, where, why, more)
             folders = [path for path, _ in others]

@@ -43,19 +43,16 @@ class ExtractConfig:
     preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
     markdown: bool = False  # datapipe only: headings as "#" lines, table rows as "| a | b |", code fenced
     timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
-    max_bytes: int = (
-        8 * 1024 * 1024
-    )  # a larger page is removed as read/too_large, never held whole nor parsed
+    # a larger page is removed as read/too_large, never held whole nor parsed
+    max_bytes: int = 8 * 1024 * 1024
     normalize_spaces: bool = True  # Unicode spaces -> ASCII in JSONL/Parquet text (always in extracted text)
-    max_record_bytes: int = (
-        MAX_RECORD_BYTES  # a larger JSONL line / Parquet value / WET record: read/too_large
-    )
+    # a larger JSONL line, Parquet text value or WET record is removed as read/too_large
+    max_record_bytes: int = MAX_RECORD_BYTES
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if (
-            self.max_record_bytes == MAX_RECORD_BYTES
-        ):  # added later: at its default, the stage hashes stay as built
+        # a field added later: at its default it is left out, so the stage hashes of earlier builds stay the same
+        if self.max_record_bytes == MAX_RECORD_BYTES:
             del out["max_record_bytes"]
         return out
 

@@ -209,7 +209,6 @@ def _ids() -> dict[int, int]:
 _WHAT_BY_ID = _ids()
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
-
 _BLANKS = re.compile(r"\n{3,}")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 

@@ -30,8 +30,11 @@ class Failed:
 
 @contextlib.contextmanager
 def sigint_blocked() -> Iterator[None]:
-    """SIGINT blocked in this thread meanwhile: a process started now inherits the mask (across exec too), so a
-    Ctrl-C that reaches it while it imports does nothing; its parent ends it."""
+    """SIGINT blocked in this thread meanwhile, so that a process started now begins with it blocked and a Ctrl-C
+    that reaches it while it imports does nothing (its parent ends it). Seen to hold when the main thread starts the
+    process (the demo build, the fastText trainer); a spawn from another thread (a Beam worker thread starting the
+    sandbox) was seen to begin with an empty mask, so there a Ctrl-C in the child's first second can still print
+    its import traceback."""
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
@@ -78,9 +81,8 @@ class Sandbox:
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_child, args=(child, self.fn), daemon=True)
-        with (
-            sigint_blocked()
-        ):  # the child is born with Ctrl-C blocked: its start-up imports print no traceback
+        # the child is born with Ctrl-C blocked, so its start-up imports print no traceback (see sigint_blocked)
+        with sigint_blocked():
             self._proc.start()
         child.close()
         self._conn = parent
