@@ -13,12 +13,13 @@ import contextlib
 import hashlib
 import logging
 import signal
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from datapipe.build.classifiers import resolve_models
 from datapipe.build.lease import OutputLease
@@ -51,6 +52,11 @@ class Engine(Protocol):
     workers: int  # tasks that run at once on this machine (the dry run's resource plan divides by it)
     in_memory_shuffle: bool  # whether the dedup phases would hold their keys in this process's memory
 
+    def check(self, mixture: MixtureConfig) -> None:
+        """Raise :class:`DatapipeError` for what this engine cannot do here (a runner's missing options, a cluster
+        that does not answer), before any work."""
+        ...
+
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None: ...
 
 
@@ -76,6 +82,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         request.mixture, data_root=request.data_root, output=request.output, search=request.search
     )
     sources = mixture.select(list(request.only) or None)
+    engine.check(mixture)  # the runner or cluster, before inputs are read or classifiers trained
     files = check_inputs(mixture, sources)
     sources = resolve_eval_sets(mixture, sources)
     for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
@@ -100,7 +107,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         train_tokens = request.train_tokens or mixture.train_tokens
         with _noting_ctrl_c() as ctrl_c:
             try:
-                return build(mixture, sources, plans, tokenizer.identity, engine, train_tokens)
+                return build(mixture, sources, plans, tokenizer.identity, engine, train_tokens, ctrl_c)
             except BaseException:
                 # Beam re-raises a KeyboardInterrupt from inside a transform as a RuntimeError naming the step:
                 # whatever it became, an error after Ctrl-C is the interrupt
@@ -124,14 +131,24 @@ def _noting_ctrl_c() -> Iterator[threading.Event]:
     def quiet_after(record: logging.LogRecord) -> bool:
         return not noted.is_set()  # once interrupted, what the engine logs about it (tracebacks) is noise
 
+    def unraisable(u: Any) -> None:
+        if not noted.is_set():
+            previous_hook(u)
+        elif isinstance(u.exc_value, KeyboardInterrupt):
+            # raised inside a callback from C (numba's compiler, a __del__), where Python prints it and goes on
+            # (seen: a build that ended with status 0 after Ctrl-C): deliver it again, until it lands in our code
+            signal.raise_signal(signal.SIGINT)
+
     handlers = logging.getLogger().handlers
     previous = signal.signal(signal.SIGINT, on_sigint)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, unraisable
     for h in handlers:
         h.addFilter(quiet_after)
     try:
         yield noted
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
         for h in handlers:
             h.removeFilter(quiet_after)
 
@@ -162,9 +179,11 @@ def build(
     tokenizer: TokenizerIdentity,
     engine: Engine,
     train_tokens: int | None,
+    interrupted: threading.Event | None = None,
 ) -> int:
     """Run every stage that is not done on ``engine``, then write the manifest (the caller holds the output's
-    lease)."""
+    lease). ``interrupted`` set once the engine returns: the interrupt was swallowed on its way (a library that
+    catches everything), so what the engine says it did is not trusted with a manifest."""
     fs.makedirs(mixture.output)
     for sp in plans:
         for st in sp.stages:
@@ -174,6 +193,8 @@ def build(
                     f"{label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}"
                 )
     engine.run(mixture, plans, report_stage)
+    if interrupted is not None and interrupted.is_set():
+        raise KeyboardInterrupt
 
     print_summary(plans)
     if len(sources) < len(mixture.sources):

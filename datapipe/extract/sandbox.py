@@ -11,13 +11,13 @@ from outside) is replaced before the next batch.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from typing import Any
+
+from datapipe.child import Child
 
 
 @dataclass(frozen=True)
@@ -28,23 +28,8 @@ class Failed:
     detail: str = ""
 
 
-@contextlib.contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """SIGINT blocked in this thread meanwhile, so that a process started now begins with it blocked and a Ctrl-C
-    that reaches it while it imports does nothing (its parent ends it). Seen to hold when the main thread starts the
-    process (the demo build, the fastText trainer); a spawn from another thread (a Beam worker thread starting the
-    sandbox) was seen to begin with an empty mask, so there a Ctrl-C in the child's first second can still print
-    its import traceback."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def _child(conn, fn: Callable[[Any], str]) -> None:
-    # Ctrl-C reaches every process of the terminal's group: the parent decides when this one ends (it closes the
-    # pipe), so the child has no traceback of its own to print
+    # the parent decides when this process ends (it closes the pipe); an interrupt meant for the build is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -67,8 +52,7 @@ class Sandbox:
     def __init__(self, fn: Callable[[Any], str], timeout_s: float) -> None:
         self.fn = fn
         self.timeout_s = timeout_s
-        self._ctx = mp.get_context("spawn")
-        self._proc: BaseProcess | None = None
+        self._proc: Child | None = None
         self._conn: Connection | None = None
         self.restarts = 0
 
@@ -79,13 +63,9 @@ class Sandbox:
             self._start()
 
     def _start(self) -> None:
-        parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child, args=(child, self.fn), daemon=True)
-        # the child is born with Ctrl-C blocked, so its start-up imports print no traceback (see sigint_blocked)
-        with sigint_blocked():
-            self._proc.start()
-        child.close()
-        self._conn = parent
+        # a process group of its own: a Ctrl-C at the terminal reaches the build, never this child (datapipe.child)
+        self._proc = Child(_child, (self.fn,))
+        self._conn = self._proc.conn
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -137,6 +117,9 @@ class Sandbox:
             self._proc.join(timeout=5)
             if self._proc.is_alive():
                 self._proc.kill()
+                self._proc.join()
+        if self._conn is not None:
+            self._conn.close()
         self._proc = self._conn = None
 
     def __del__(self) -> None:

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from datapipe.child import Child
 from datapipe.config.recipe import Recipe
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
-from datapipe.extract.sandbox import sigint_blocked
 from datapipe.extract.spaces import as_written
 from datapipe.io import fs
 from datapipe.io.readers import read_shard
@@ -120,7 +120,7 @@ def model_dir(recipe: Recipe, output: str) -> str:
     return fs.join(output, f"{recipe.name}-{recipe_hash(recipe)[:8]}")
 
 
-def _fit_to_file(train_file: str, seed: int, hyper: dict[str, Any], path: str) -> None:
+def _fit_to_file(_conn: Any, train_file: str, seed: int, hyper: dict[str, Any], path: str) -> None:
     """fastText training in a child process (see ``_train_supervised``); the model is handed back as a file."""
     import fasttext
 
@@ -145,19 +145,19 @@ def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, Any]):
 
 
 def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, Any]):
-    """fastText trained in a spawned process and loaded here; None when the child fails (a NaN loss)."""
-    import multiprocessing
-
+    """fastText trained in a fresh child process and loaded here; None when the child fails (a NaN loss)."""
     import fasttext
 
     with tempfile.TemporaryDirectory(prefix="datapipe-fasttext-") as tmp:
         path = os.path.join(tmp, "model.bin")
-        child = multiprocessing.get_context("spawn").Process(
-            target=_fit_to_file, args=(train_file, seed, hyper, path)
-        )
-        with sigint_blocked():  # Ctrl-C is the parent's to handle: no traceback from the child's imports
-            child.start()
-        child.join()
+        # its own process group: a Ctrl-C is the build's to handle, and ends the child here (datapipe.child)
+        child = Child(_fit_to_file, (train_file, seed, hyper, path))
+        try:
+            child.join()
+        finally:
+            child.kill()
+            child.join()
+            child.close()
         if child.exitcode != 0 or not os.path.exists(path):
             return None
         return fasttext.load_model(path)
