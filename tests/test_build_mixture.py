@@ -164,6 +164,39 @@ def test_a_flag_neither_ours_nor_beams_is_refused(tmp_path):
     assert good.returncode == 0, good.stderr[-2000:]
 
 
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--runner=FooRunner"], "error: --runner FooRunner: Unexpected pipeline runner: FooRunner"),
+        (
+            ["--runner=DataflowRunner"],
+            "error: --runner DataflowRunner: Missing GCS path option: temp_location.",
+        ),
+        (
+            [
+                "--runner=DataflowRunner",
+                "--project=my-project-123",
+                "--region=us-central1",
+                "--temp_location=gs://my-bucket/tmp",
+                "--staging_location=gs://my-bucket/staging",
+            ],
+            "error: --runner DataflowRunner: the output {out} is on this machine, where Dataflow's workers cannot "
+            "write; give --output gs://...",
+        ),
+    ],
+    ids=["unknown-runner", "dataflow-without-options", "dataflow-local-output"],
+)
+def test_what_the_runner_cannot_do_is_one_line_before_work(tmp_path, flags, said):
+    """A runner Beam does not know, Dataflow without the options its validator asks for or with an output folder
+    its workers cannot reach: one line before any work (no classifier trained, nothing written)."""
+    out = tmp_path / "o"
+    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out), *flags)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(said.format(out=out)), line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("dry", [False, True])
 def test_unwritable_output_is_one_line_before_work(tmp_path, dry):
     """An output folder that cannot be made (here: under a file) is one error line before any work, in a dry run

@@ -226,6 +226,19 @@ def test_bad_engine_flags_are_one_line_errors(small_mixture, tmp_path):
     assert "error: unknown argument(s) with --engine datatrove: --runner=X" in proc.stderr
     proc = run_build(*base, "--executor", "slurm")
     assert proc.returncode == 2 and "--partition" in proc.stderr
+    # no Slurm to reach (none installed, or a controller that does not answer): one line before any work
+    proc = subprocess.run(
+        [*dt_build(small_mixture, tmp_path / "o"), "--executor", "slurm", "--partition", "test"],
+        cwd=REPO,
+        env={**os.environ, "SLURM_CONF": str(tmp_path / "no-such-slurm.conf")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: --executor slurm: ") and ("not found on PATH" in line or "sinfo" in line)
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.slow
@@ -239,6 +252,12 @@ def test_demo_mixture_on_a_local_slurm_cluster(tmp_path):
     proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(local), "--engine", "datatrove")
     assert proc.returncode == 0, proc.stderr[-3000:]
     with local_cluster(tmp_path / "cluster") as env:
+        nosuch = dt_build(Path("dclm_phase3.yaml"), on_slurm, "--executor", "slurm", "--partition", "nosuch")
+        proc = subprocess.run(nosuch, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.strip() == (
+            "error: --partition nosuch: no such Slurm partition (see sinfo)"
+        ), proc.stderr[-2000:]
+        assert not on_slurm.exists()
         cmd = dt_build(Path("dclm_phase3.yaml"), on_slurm, "--executor", "slurm", "--partition", "test")
         proc = subprocess.run(
             [*cmd, "--mem-per-cpu-gb", "1"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800

@@ -11,9 +11,11 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import shutil
 import subprocess
 import sys
 import zlib
+from pathlib import Path
 
 import brotli
 import orjson
@@ -99,7 +101,40 @@ def test_chunked_bodies_are_joined_and_bad_framing_is_counted(tmp_path):
     assert [d["metadata"]["url"] for d in docs] == [c[0] for c in cases if c[4]]
     assert all(d["html"] == PAGE for d in docs), "a chunk size or compressed byte reached the page"
     assert seen.records == len(cases) and dict(seen.unusable) == {"read/truncated_record": 4}
+    assert dict(seen.notes) == {"read/body_longer_than_content_length": 1}
     tally("bad_inputs", len(cases))
+    tally("crashes", 0)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_warc_content_length_too_small_is_counted_and_the_next_record_read(tmp_path, compressed):
+    """A record whose WARC ``Content-Length`` is short of its block by a few to thousands of bytes, first, in the
+    middle or last of a file: removed as truncated (never its first part passed on as the page), the rest of its
+    block skipped as an unreadable stretch, and every other record read."""
+    pages = [PAGE.replace(b"A page", f"Page {i}".encode()) for i in range(5)]
+
+    def record(i: int, short_by: int) -> bytes:
+        http = _http("200 OK", [("Content-Type", "text/html")]) + pages[i]
+        head = (
+            f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://x/{i}\r\n"
+            f"WARC-Record-ID: <urn:uuid:{i}>\r\nContent-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(http) - short_by}\r\n\r\n"
+        ).encode()
+        raw = head + http + b"\r\n\r\n"
+        return gzip.compress(raw, mtime=0) if compressed else raw
+
+    tried = 0
+    for bad in (0, 2, 4):
+        for short_by in (3, 100, len(PAGE) - 10):
+            path = tmp_path / f"short-{bad}-{short_by}.warc{'.gz' if compressed else ''}"
+            path.write_bytes(b"".join(record(i, short_by if i == bad else 0) for i in range(5)))
+            docs, seen = _read(path)
+            assert [d["metadata"]["url"] for d in docs] == [f"https://x/{i}" for i in range(5) if i != bad]
+            assert [d["html"] for d in docs] == [p for i, p in enumerate(pages) if i != bad]
+            assert seen.records == 5 and dict(seen.unusable) == {"read/truncated_record": 1}
+            assert dict(seen.not_records) == {"warc/corrupt_region": 1}
+            tried += 1
+    tally("bad_inputs", tried)
     tally("crashes", 0)
 
 
@@ -402,3 +437,102 @@ def test_every_matched_path_is_a_file_or_is_named(tmp_path, caplog):
     assert info.value.message == f"{data / 'gone.jsonl'} matches but is a symlink to nothing"
     tally("bad_inputs", 2)
     tally("crashes", 0)
+
+
+def test_an_unreadable_match_is_named(tmp_path):
+    """A file the build may not read is named as such, not left out. Root reads every file, so as root the check
+    runs in a forked child that drops to ``nobody`` first (in a folder it may enter)."""
+    import stat
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="datapipe-unreadable-"))
+    try:
+        folder.chmod(0o755)
+        (folder / "a.jsonl").write_bytes(b'{"text": "one"}\n')
+        (folder / "b.jsonl").write_bytes(b'{"text": "two"}\n')
+        (folder / "b.jsonl").chmod(0)
+        (folder / "a.jsonl").chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+        # the fork is made by a fresh single-threaded Python (this test process may hold JAX's threads), and
+        # only the forked child drops to nobody: python itself lies where nobody may not go (/root)
+        code = (
+            "import os, sys; from datapipe.io.fs import glob_split; import orjson\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    if os.geteuid() == 0:\n"
+            "        os.setgid(65534); os.setuid(65534)\n"
+            "    sys.stdout.buffer.write(orjson.dumps(glob_split(sys.argv[1]))); sys.stdout.flush(); os._exit(0)\n"
+            "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(folder / "*.jsonl")], cwd=REPO, capture_output=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        answer = proc.stdout
+        files, others = orjson.loads(answer)
+        assert files == [str(folder / "a.jsonl")]
+        assert others == [[str(folder / "b.jsonl"), "not readable"]]
+    finally:
+        (folder / "b.jsonl").chmod(0o600)
+        shutil.rmtree(folder)
+    tally("bad_inputs", 1)
+    tally("crashes", 0)
+
+
+BOMB_MIX = """\
+name: bombs
+data_root: {root}
+tokenizer: {{path: "builtin:gpt2"}}
+sources:
+  web:
+    weight: 1
+    format: warc
+    paths: ["crawl/*.warc.gz"]
+    langid: {{languages: [en], min_score: 0.5}}
+    filters: {{preset: refinedweb}}
+"""
+
+
+def _build_peak_mib(mixture: Path, out: Path) -> int:
+    """Peak resident MiB of the largest process of a whole build (the launcher and every child it waited for),
+    measured by a small parent whose own memory is all that could carry over."""
+    code = (
+        "import resource, subprocess, sys\n"
+        f"p = subprocess.run([sys.executable, '-m', 'pipelines.build_mixture', '--mixture', {str(mixture)!r}, "
+        f"'--output', {str(out)!r}], capture_output=True, text=True)\n"
+        "assert p.returncode == 0, p.stderr[-3000:]\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return int(proc.stdout.split()[-1])
+
+
+def test_a_build_over_bombs_peaks_within_200_mib_of_one_without(tmp_path):
+    """The same build twice, once with a second crawl file of plain pages and once with that file holding a WARC
+    member that inflates to 1 GiB and a 256 MiB gzip body among them: the build's peak memory grows by less than
+    200 MiB, and both bombs are accounted for as too large."""
+    from tests.conftest import CORPORA
+
+    peaks = {}
+    for kind in ("plain", "bombs"):
+        data = tmp_path / kind
+        (data / "crawl").mkdir(parents=True)
+        shutil.copy(CORPORA / "crawl" / "docs-00000.warc.gz", data / "crawl" / "a.warc.gz")
+        with open(data / "crawl" / "b.warc.gz", "wb") as f:
+            _page_record(f, "https://x/1", PAGE, [])
+            if kind == "bombs":
+                http = _http("200 OK", [("Content-Type", "text/html")])
+                _warc_member(f, "https://x/member-bomb", http, [b" " * MiB] * 1024, 1024 * MiB)
+                body = gzip.compress(b" " * (256 * MiB), 1, mtime=0)
+                _page_record(f, "https://x/coding-bomb", body, [("Content-Encoding", "gzip")])
+            _page_record(f, "https://x/2", PAGE, [])
+        mixture = write_mixture(data, BOMB_MIX.format(root=data))
+        peaks[kind] = _build_peak_mib(mixture, data / "out")
+    (extract,) = (tmp_path / "bombs" / "out" / "web").glob("extract-*")
+    stage = orjson.loads((extract / "stage.json").read_bytes())
+    print(f"build peak RSS: plain {peaks['plain']} MiB, with bombs {peaks['bombs']} MiB")
+    assert stage["counts"]["removed"].get("read/too_large") == 2
+    assert peaks["bombs"] < peaks["plain"] + 200
+    tally("bad_inputs", 2)
+    tally("crashes", 0)
+    tally("unbounded", 0)

@@ -89,6 +89,57 @@ def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
         base += len(chunk)
 
 
+def _inflated(f: IO[bytes], pos: int, kind: str) -> Iterator[bytes]:
+    """The bytes of the file from ``pos`` on (of the gzip member there), in pieces of at most 64 KiB."""
+    f.seek(pos)
+    if kind == "plain":
+        while piece := f.read(1 << 16):
+            yield piece
+        return
+    d = zlib.decompressobj(wbits=31)
+    while not d.eof and (data := f.read(1 << 16)):
+        while data and not d.eof:
+            yield d.decompress(data, 1 << 16)
+            data = d.unconsumed_tail
+
+
+def _ends_cleanly(f: IO[bytes], pos: int, kind: str) -> bool:
+    """Whether the record at ``pos`` ends where its ``Content-Length`` says: the block is followed by the CRLF CRLF
+    that closes a record. False when the length is too small (the rest of the block follows it, and the reader
+    had to search for the next record). Used only when a pass over the file stopped after that record."""
+    if kind == "lz4":
+        return True
+    got = b""
+    pieces = _inflated(f, pos, kind)
+    for piece in pieces:
+        got += piece
+        if b"\r\n\r\n" in got or len(got) > HTTP_HEAD:
+            break
+    end = got.find(b"\r\n\r\n")
+    if end < 0:
+        return True  # no header block to measure against: nothing to say
+    length = next(
+        (
+            line.split(b":", 1)[1].strip()
+            for line in got[:end].split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        b"",
+    )
+    if not length.isdigit():
+        return True
+    closing = end + 4 + int(length)  # offset of the record's closing CRLF CRLF
+    buf, base = got, 0  # buf holds the bytes from offset base on
+    while base + len(buf) < closing + 4:
+        if base + len(buf) <= closing:  # all of it lies before the closing bytes: not kept
+            base, buf = base + len(buf), b""
+        piece = next(pieces, b"")
+        if not piece:
+            return True  # the file ends inside the record: counted as cut short when it was read
+        buf += piece
+    return buf[closing - base : closing - base + 4] == b"\r\n\r\n"
+
+
 def _decode_content(body: bytes, content_encoding: str | None, limit: int) -> bytes | None:
     """The body without its HTTP content codings (undone last first), or None when its compressed data is corrupt;
     :class:`TooLarge` past ``limit``.
@@ -106,15 +157,19 @@ def _decode_content(body: bytes, content_encoding: str | None, limit: int) -> by
     return body
 
 
-def _framed(body: bytes, headers, limit: int) -> bytes:
+def _framed(body: bytes, headers, limit: int) -> tuple[bytes, bool]:
     """The body within its HTTP framing: chunks joined (``Transfer-Encoding: chunked``), else checked against
-    ``Content-Length``. Raises :class:`Truncated` for a body shorter than its framing says."""
+    ``Content-Length``; and whether the body is longer than its ``Content-Length``. Raises :class:`Truncated` for
+    a body shorter than its framing says.
+
+    A longer body is kept whole, and noted: crawlers that store the body decoded keep the header of the encoded
+    one (the page is all there), while cutting at the header would drop the end of every such page."""
     if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
-        return dechunk(body, limit)
+        return dechunk(body, limit), False
     declared = (headers.get("Content-Length") or "").strip()
     if declared.isdigit() and len(body) < int(declared):
         raise Truncated(f"{len(body)} of {declared} bytes")
-    return body
+    return body, declared.isdigit() and len(body) > int(declared)
 
 
 def _meta(record) -> dict:
@@ -256,7 +311,7 @@ def read_warc(
             tally.unusable_record("read/truncated_record")
             return None
         try:
-            body = _framed(record.reader.read(), headers, max_html_bytes)
+            body, longer = _framed(record.reader.read(), headers, max_html_bytes)
             payload = _decode_content(body, headers.get("Content-Encoding"), max_html_bytes)
         except Truncated:
             tally.unusable_record("read/truncated_record")
@@ -267,6 +322,8 @@ def read_warc(
         if payload is None:
             tally.unusable_record("read/bad_content_encoding")
             return None
+        if longer:
+            tally.notes["read/body_longer_than_content_length"] += 1
         meta = _meta(record)
         meta["content_type"] = (record.http_content_type or "").lower()
         return {
@@ -284,6 +341,9 @@ def read_warc(
         while start is not None:
             f.seek(start)
             last, got, failed = start, 0, False
+            # the last document read is yielded once the next record reads: if the pass stops after it instead,
+            # its Content-Length may have been too small (what follows is the rest of its block)
+            held: dict | None = None
             try:
                 for record in ArchiveIterator(f, parse_http=False):
                     if got == 0 and start > 0:
@@ -293,9 +353,9 @@ def read_warc(
                         pending = False
                     last = record.stream_pos
                     got += 1
-                    doc = handle(record)
-                    if doc is not None:
-                        yield doc
+                    if held is not None:
+                        yield held
+                    held = handle(record)
             except OSError as e:  # corrupt compressed data or an unreadable header
                 failed = True
                 if got or start == 0:
@@ -303,6 +363,15 @@ def read_warc(
             if failed and (got or start == 0):
                 pending = True
             start = _next_start(f, last + 1, kind)
+            if held is not None and (failed or start is not None) and not _ends_cleanly(f, last, kind):
+                log.warning(
+                    "%s: the record at offset %d is longer than its Content-Length says; removed",
+                    shard.url,
+                    last,
+                )
+                tally.unusable_record("read/truncated_record")
+            elif held is not None:
+                yield held
         if pending:
             tally.not_a_record("warc/corrupt_region")
             log.warning("%s: the rest of the file could not be read", shard.url)

@@ -15,8 +15,9 @@ from datapipe.build.progress import WaveProgress
 from datapipe.build.run import StageReport, label
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
+from datapipe.io import fs
 from datapipe.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
-from pipelines.beam.quiet import PipelineOptions
+from pipelines.beam.quiet import PipelineOptions, warnings_dropped
 
 Chain = list[tuple[Stage, StagePlan, str | None]]
 
@@ -75,6 +76,27 @@ class BeamEngine:
         self.workers = (
             int(opts.get("direct_num_workers") or 1) if local else int(opts.get("num_workers") or 1)
         )
+
+    def check(self, mixture: MixtureConfig) -> None:
+        """What the runner cannot do, said before any work: an unknown ``--runner``, the options Beam's own
+        validator finds missing (Dataflow's project, region, temp and staging locations), and a local output
+        folder for Dataflow, whose workers cannot write to this machine."""
+        from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+        from apache_beam.runners.runner import create_runner
+
+        try:
+            runner = create_runner(self.runner)
+        except ValueError as e:
+            raise DatapipeError(f"--runner {self.runner}: {str(e).split('. Valid', 1)[0]}") from None
+        with warnings_dropped():
+            problems = PipelineOptionsValidator(self.options, runner).validate()
+        if problems:
+            raise DatapipeError(f"--runner {self.runner}: {' '.join(problems)}")
+        if self.runner.rsplit(".", 1)[-1] == "DataflowRunner" and fs.is_local(mixture.output):
+            raise DatapipeError(
+                f"--runner {self.runner}: the output {mixture.output} is on this machine, where Dataflow's "
+                "workers cannot write; give --output gs://..."
+            )
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         from pipelines.beam.dedup import CC_ROUNDS, next_cc_rounds

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -31,6 +32,7 @@ from datapipe.io import fs
 from datapipe.stage import TwoPhaseStage, is_done, remove_temporaries
 
 EXECUTORS = ("local", "slurm")
+SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,33 @@ class DatatroveEngine:
         self.opts = opts
         self.runner = f"datatrove-{opts.executor}"
         self.workers = opts.workers or (os.cpu_count() or 1) if opts.executor == "local" else opts.tasks or 1
+
+    def check(self, mixture: MixtureConfig) -> None:
+        """Slurm reachable, said before any work: ``sbatch`` and ``sinfo`` installed, the controller answering and
+        the partition known to it (otherwise the first submission fails after the work before it)."""
+        if self.opts.executor != "slurm":
+            return
+        missing = [tool for tool in ("sbatch", "squeue", "sinfo") if shutil.which(tool) is None]
+        if missing:
+            raise DatapipeError(
+                f"--executor slurm: {', '.join(missing)} not found on PATH (is Slurm installed?)"
+            )
+        try:
+            found = subprocess.run(
+                ["sinfo", "-h", "-p", str(self.opts.partition), "-o", "%P"],
+                capture_output=True,
+                text=True,
+                timeout=SLURM_ANSWER_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise DatapipeError(
+                f"--executor slurm: the Slurm controller did not answer within {SLURM_ANSWER_S} s (sinfo)"
+            ) from None
+        if found.returncode != 0:
+            said = (found.stderr.strip().splitlines() or ["no message"])[-1]
+            raise DatapipeError(f"--executor slurm: the Slurm controller cannot be reached (sinfo: {said})")
+        if not found.stdout.strip():
+            raise DatapipeError(f"--partition {self.opts.partition}: no such Slurm partition (see sinfo)")
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         run_datatrove(mixture, plans, self.opts, report_stage)
