@@ -26,7 +26,7 @@ from datapipe.errors import DatapipeError, error_lines
 from datapipe.io import fs
 from datapipe.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
-from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.store.manifest import MANIFEST, TOKENIZER_FILE, open_component, read_manifest
 from datapipe.tokenize.tokenizer import load_tokenizer
 
 
@@ -54,15 +54,21 @@ def _print_cache(
         print(f"  row {i} ({len(ids)} tokens): {_shorten(shown, chars)}")
 
 
-def _decoder_for(cache: TokenCache) -> Callable[[list[int]], str] | None:
+def _decoder_for(cache: TokenCache, output: str | None = None) -> Callable[[list[int]], str] | None:
+    """The decoder of the tokenizer the cache was built with: the copy the build wrote beside its manifest
+    (``output``, or the build output two folders above the cache), else the tokenizer the ledger names; None when
+    neither is there or has the ledger's hash."""
     tok = cache.tokenizer
-    try:
-        loaded = load_tokenizer(TokenizerConfig(path=tok.name, add_bos=tok.add_bos, add_eos=tok.add_eos))
-    except Exception:  # e.g. a tokenizer referenced by a path that is gone: show ids instead of failing
-        return None
-    if loaded.identity.sha256 != tok.sha256:
-        return None
-    return loaded.decode
+    root = output or cache.path.rstrip("/").rsplit("/", 2)[0]
+    copy = fs.join(root, TOKENIZER_FILE)
+    for path in ([copy] if fs.exists(copy) else []) + [tok.name]:
+        try:
+            loaded = load_tokenizer(TokenizerConfig(path=path, add_bos=tok.add_bos, add_eos=tok.add_eos))
+        except Exception:  # e.g. a tokenizer named by a path that is gone: try the next, or show ids
+            continue
+        if loaded.identity.sha256 == tok.sha256:
+            return loaded.decode
+    return None
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -82,6 +88,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
         doc = read_manifest(path)
+        manifest_dir = (path.rsplit("/", 1)[0] if "/" in path else ".") if path.endswith(".json") else path
         print(f"mixture {doc['name']} (seed {doc['seed']}, tokenizer {doc['tokenizer']['name']})")
         print(f"{'component':<18} {'weight':>9} {'share':>7} {'rows':>8} {'tokens':>12}")
         for c in doc["components"]:
@@ -93,7 +100,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for c in doc["components"]:
             print()
             cache = open_component(path, doc, c["name"])
-            _print_cache(cache, args.rows, args.chars, _decoder_for(cache))
+            _print_cache(cache, args.rows, args.chars, _decoder_for(cache, output=manifest_dir))
         return 0
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
 

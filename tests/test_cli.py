@@ -46,3 +46,35 @@ def test_build_runs_the_launcher_and_passes_its_status(built_small, small_mixtur
     assert f"plan for {out}" in proc.stdout and "cached" in proc.stdout and "would run" not in proc.stdout
     proc = _datapipe("build", "--mixture", str(tmp_path / "missing.yaml"), "--output", str(tmp_path / "o"))
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+
+
+def test_inspect_decodes_with_the_copy_beside_the_manifest(tmp_path):
+    """A build whose tokenizer was a local file that is gone since (moved, another machine): ``inspect`` decodes
+    the rows with the copy the build wrote beside its manifest (the hash the manifest records), for the mixture
+    and for a cache given alone; without the copy it falls back to ids and says so."""
+    from datapipe.config.stages import TokenizerConfig
+    from datapipe.tokenize.tokenizer import load_tokenizer
+    from tests.conftest import CORPORA, run_build, write_mixture
+
+    tok_file = tmp_path / "tok" / "my-tokenizer.json"
+    tok_file.parent.mkdir()
+    load_tokenizer(TokenizerConfig(path="builtin:gpt2")).save(str(tok_file))
+    mixture = write_mixture(
+        tmp_path,
+        f"name: moved\ndata_root: {CORPORA}\ntokenizer: {{path: {tok_file}}}\n"
+        "sources:\n  prose:\n    weight: 1\n    format: jsonl\n    paths: [prose/pydoc-faq-*.jsonl]\n",
+    )
+    out = tmp_path / "out"
+    proc = run_build("--mixture", str(mixture), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    manifest = (out / "mixture.json").read_text()
+    assert '"tokenizer_file": "tokenizer.json"' in manifest
+    tok_file.unlink()
+    cache = next((out / "prose").glob("tokenize-*"))
+    for path in (out, out / "mixture.json", cache):
+        shown = _datapipe("inspect", str(path), "--rows", "1")
+        assert shown.returncode == 0, shown.stderr
+        assert "not loadable" not in shown.stdout and "Python" in shown.stdout, shown.stdout
+    (out / "tokenizer.json").unlink()
+    shown = _datapipe("inspect", str(cache), "--rows", "1")
+    assert shown.returncode == 0 and "(tokenizer not loadable here; rows shown as ids)" in shown.stdout

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from datapipe.build.classifiers import resolve_models
 from datapipe.build.lease import OutputLease
@@ -38,8 +38,10 @@ from datapipe.report.collect import format_source_table, format_token_plan, toke
 from datapipe.report.lineage import write_experiment
 from datapipe.stage import read_stage_json, stats_path
 from datapipe.store.cache import LEDGER
-from datapipe.store.identity import TokenizerIdentity
-from datapipe.store.manifest import Component, read_manifest, write_manifest
+from datapipe.store.manifest import TOKENIZER_FILE, Component, read_manifest, write_manifest
+
+if TYPE_CHECKING:
+    from datapipe.tokenize.tokenizer import LoadedTokenizer
 
 StageReport = Callable[[SourcePlan, StagePlan, float], None]
 
@@ -107,7 +109,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         train_tokens = request.train_tokens or mixture.train_tokens
         with _noting_ctrl_c() as ctrl_c:
             try:
-                return build(mixture, sources, plans, tokenizer.identity, engine, train_tokens, ctrl_c)
+                return build(mixture, sources, plans, tokenizer, engine, train_tokens, ctrl_c)
             except BaseException:
                 # Beam re-raises a KeyboardInterrupt from inside a transform as a RuntimeError naming the step:
                 # whatever it became, an error after Ctrl-C is the interrupt
@@ -176,7 +178,7 @@ def build(
     mixture: MixtureConfig,
     sources: Sequence[SourceConfig],
     plans: list[SourcePlan],
-    tokenizer: TokenizerIdentity,
+    tokenizer: LoadedTokenizer,
     engine: Engine,
     train_tokens: int | None,
     interrupted: threading.Event | None = None,
@@ -209,7 +211,7 @@ def build(
 
 
 def write_mixture_manifest(
-    mixture: MixtureConfig, plans: list[SourcePlan], tokenizer: TokenizerIdentity
+    mixture: MixtureConfig, plans: list[SourcePlan], tokenizer: LoadedTokenizer
 ) -> str:
     """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
     components = []
@@ -238,16 +240,19 @@ def write_mixture_manifest(
     if empty:  # a component of nothing would be sampled by weight and never give a row
         (where, why), *more = empty
         raise ConfigError(mixture.file, where, why + "; the manifest is not written", more)
+    # the tokenizer beside the manifest: rows decode wherever the output goes (its hash is the manifest's)
+    tokenizer.save(fs.join(mixture.output, TOKENIZER_FILE))
     extra: dict[str, object] = {
         "weights_unit": mixture.weights_unit,
         "source_mixture_file": fs.local_path(mixture.file),
+        "tokenizer_file": TOKENIZER_FILE,
     }
     if mixture.schedule:
         extra["schedule"] = list(mixture.schedule)
     if mixture.train_tokens:
         extra["train_tokens"] = mixture.train_tokens
     return write_manifest(
-        mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer, components, extra
+        mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
     )
 
 

@@ -19,6 +19,7 @@ from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.store.identity import TokenizerIdentity
 
 MANIFEST = "mixture.json"
+TOKENIZER_FILE = "tokenizer.json"  # beside the manifest: the tokenizer whose sha256 it records
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,11 @@ class LoadedTokenizer:
     tokenizer: Tokenizer
     identity: TokenizerIdentity
 
+    def save(self, url: str) -> None:
+        """Write the tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: a copy
+        any reader can decode rows with, wherever the file the build was given went."""
+        fs.write_text_atomic(url, self.tokenizer.to_str())
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text with BOS/EOS added as configured (the tokenizer's own post-processor is not used)."""
         return [a.tolist() for a in self.encode_arrays(texts)]
