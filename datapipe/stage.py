@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from datapipe import __version__
+from datapipe.decisions import RemovedLog, removed_url
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.stats import StageStats, merge_all
@@ -198,6 +199,7 @@ class DocumentStage:
         self.begin_shard(shard)
         stats = StageStats()
         kept = []
+        removed = RemovedLog()
         for i, doc in enumerate(self.documents(shard)):
             stats.docs_in += 1
             stats.last_reason = None
@@ -209,7 +211,9 @@ class DocumentStage:
                 kept.append(doc)
             elif stats.last_reason is not None:
                 stats.sample(stats.last_reason, doc)
+                removed.add(i, doc, stats.last_reason)
         write_records_atomic(self.part_url(shard), kept)
+        removed.write(removed_url(self.out_dir, shard))
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

@@ -54,7 +54,9 @@ class StageStats:
     last_reason: str | None = field(default=None, compare=False, repr=False)
 
     def remove(self, reason: str, n: int = 1) -> None:
-        self.removed[reason] += n
+        """Count a removal; ``reason`` may be a :class:`datapipe.evidence.Removal`, whose evidence the stage
+        then records with the document (``last_reason`` keeps it)."""
+        self.removed[str(reason)] += n
         self.last_reason = reason
 
     def observe(self, name: str, value: float, kind: str = "log") -> None:
@@ -65,7 +67,10 @@ class StageStats:
         entry[1][hist_bin(kind, value)] += 1
 
     def sample(self, outcome: str, doc: dict[str, Any]) -> None:
-        """Keep the first few documents of an outcome (text shortened): what a reviewer reads to judge a rule."""
+        """Keep the first few documents of an outcome (text shortened): what a reviewer reads to judge a rule;
+        a removal's evidence (``words=37 < 50``) with it."""
+        evidence = getattr(outcome, "evidence", "")
+        outcome = str(outcome)
         bucket = self.samples.setdefault(outcome, [])
         if len(bucket) < SAMPLES_PER_REASON:
             text = str(doc.get("text", ""))
@@ -79,6 +84,7 @@ class StageStats:
                     ),
                     "chars": len(text),
                     "text": text[:SAMPLE_CHARS],
+                    **({"evidence": evidence} if evidence else {}),
                 }
             )
 

@@ -13,10 +13,12 @@ from datatrove.pipeline.filters import (
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
+from datatrove.utils.text import PUNCTUATION_SET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datapipe.errors import ConfigError
+from datapipe.evidence import Removal
 from datapipe.extract.html import HtmlExtractor
 from datapipe.filters.c4 import C4Quality
 from datapipe.filters.document import FilterDoc
@@ -88,7 +90,33 @@ LONGEST_LINE = max(BASE.splitlines(), key=len)
 
 def run(preset: str, text: str, url: str = "", **overrides) -> tuple[str | None, str]:
     doc = FilterDoc(text, url=url)
-    return build_chain(preset, overrides).apply(doc), doc.text
+    reason = build_chain(preset, overrides).apply(doc)
+    if reason is not None:
+        check_evidence(reason)
+    return reason, doc.text
+
+
+def check_evidence(reason: str) -> None:
+    """Every removal carries what its rule measured: a value that fails its threshold the way the rule says
+    (so ``words=37 < 50``, never a value on the wrong side), or what matched."""
+    assert isinstance(reason, Removal) and reason.measure and reason.evidence, f"{reason}: no evidence"
+    if reason.op in ("<", ">"):
+        value, threshold = float(reason.value), float(reason.threshold)  # type: ignore[arg-type]
+        assert (value < threshold) if reason.op == "<" else (value > threshold), reason.explained()
+    else:
+        assert reason.value is not None, reason.explained()
+
+
+def test_evidence_reads_as_a_person_would_write_it():
+    reason, _ = run("refinedweb", " ".join(BASE.split()[:40]))
+    assert reason == "gopher_short_doc" and reason.measure == "words" and reason.threshold == 50
+    words = [w for w in FilterDoc(" ".join(BASE.split()[:40])).words if not PUNCTUATION_SET.issuperset(w)]
+    assert reason.explained() == f"gopher_short_doc: words={len(words)} < 50"
+    reason, _ = run("refinedweb", BASE, min_avg_word_length=6)
+    assert (
+        reason.explained().startswith("gopher_below_avg_threshold: mean_word_length=")
+        and "< 6" in reason.explained()
+    )
 
 
 def test_base_text_passes_every_preset():
@@ -217,7 +245,8 @@ def test_c4_bad_words(tmp_path):
     words = tmp_path / "bad.txt"
     words.write_text("# one per line\nfourth\n")
     chain = build_chain("c4", bad_words=str(words))
-    assert chain.apply(FilterDoc(C4_TEXT)) == "bad_words"
+    reason = chain.apply(FilterDoc(C4_TEXT))
+    assert reason == "bad_words" and reason.explained() == "bad_words: word=fourth"
     assert build_chain("c4").apply(FilterDoc(C4_TEXT)) is None
 
 
@@ -239,7 +268,8 @@ def test_url_blocklist(tmp_path):
     path = tmp_path / "blocked.txt"
     path.write_text("bad.example.com\n# comment\n\nEVIL.test\n")
     chain = build_chain("none", url_blocklist=str(path))
-    assert chain.apply(FilterDoc(BASE, url="https://sub.bad.example.com/page")) == "url_blocklist"
+    reason = chain.apply(FilterDoc(BASE, url="https://sub.bad.example.com/page"))
+    assert reason == "url_blocklist" and reason.evidence == "domain=bad.example.com"
     assert chain.apply(FilterDoc(BASE, url="http://evil.test/")) == "url_blocklist"
     assert chain.apply(FilterDoc(BASE, url="https://notbad.example.com/page")) is None
     assert chain.apply(FilterDoc(BASE, url="")) is None

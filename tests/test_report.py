@@ -125,8 +125,13 @@ def test_inspect_stage_kept_removed_and_json(built_small):
     shown = subprocess.run([*cmd, "--removed-by", reason, "--json"], cwd=REPO, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     doc = json.loads(shown.stdout)
-    assert doc["documents"] and all(d["text"] for d in doc["documents"])
+    assert doc["documents"] and all(d["text"] for d in doc["documents"])  # the first ones were sampled
+    assert all(d["evidence"] for d in doc["documents"]), doc["documents"]  # with what the rule measured
     assert len(doc["documents"]) == min(2, stage["counts"]["removed"][reason])
+    every = subprocess.run(
+        [*cmd[:-1], "100000", "--removed-by", reason, "--json"], cwd=REPO, capture_output=True, text=True
+    )
+    assert len(json.loads(every.stdout)["documents"]) == stage["counts"]["removed"][reason]  # all, not 5
     kept = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert kept.returncode == 0 and "2 document(s) kept" in kept.stdout
     wrong = subprocess.run([*cmd, "--removed-by", "nope/none"], cwd=REPO, capture_output=True, text=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.mixture import SourceConfig
+from datapipe.decisions import RemovedLog, removed_url
+from datapipe.evidence import Removal
 from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
@@ -93,7 +95,7 @@ class ExtractStage:
             stats.counters["extract/spaces_normalized"] += 1
             text = spaced
         if not text.strip():
-            stats.remove("extract/empty")
+            stats.remove(Removal("extract/empty", "chars", len(text.strip())))
             return False
         rec["text"] = text
         lid = self.source_config.langid
@@ -103,12 +105,23 @@ class ExtractStage:
             rec["metadata"]["language_score"] = round(pred.score, 4)
             stats.observe("langid/score", pred.score, "unit")
             if lid.languages and pred.language not in lid.languages:
-                stats.remove("langid/language")
-                stats.sample("langid/language", rec)
+                why = Removal(
+                    "langid/language",
+                    "language",
+                    pred.language,
+                    "not in",
+                    ",".join(lid.languages),
+                    note=f"score {pred.score:.2f}",
+                )
+                stats.remove(why)
+                stats.sample(why, rec)
                 return False
             if pred.score < lid.min_score:
-                stats.remove("langid/score")
-                stats.sample("langid/score", rec)
+                why = Removal(
+                    "langid/score", "language_score", pred.score, "<", lid.min_score, note=pred.language
+                )
+                stats.remove(why)
+                stats.sample(why, rec)
                 return False
         return True
 
@@ -118,16 +131,24 @@ class ExtractStage:
         stats = StageStats()
         docs: list[dict] = []
         pending: list[dict] = []
+        removed = RemovedLog()  # ref: the record's place among the shard's documents
+        refs: list[int] = []
 
         def flush_html() -> None:
-            for rec, text in zip(pending, self._extract_batch(pending), strict=True):
+            for ref, rec, text in zip(refs, pending, self._extract_batch(pending), strict=True):
                 if isinstance(text, Failed):
-                    stats.remove(f"extract/{text.reason}")
+                    why = Removal(f"extract/{text.reason}", note=text.detail or None)
+                    stats.remove(why)
+                    removed.add(ref, rec, why)
                 elif self._keep(rec, text, stats, extracted=True):
                     docs.append(rec)
+                else:
+                    removed.add(ref, rec, stats.last_reason or "")
             pending.clear()
+            refs.clear()
 
         tally = ReadTally()
+        ref = -1
         for rec in read_shard(
             shard,
             cfg.name,
@@ -138,14 +159,18 @@ class ExtractStage:
             max_record_bytes=cfg.extract.max_record_bytes,
             max_html_bytes=cfg.extract.max_bytes,
         ):
+            ref += 1
             if "html" in rec:
                 pending.append(rec)
+                refs.append(ref)
                 if len(pending) >= BATCH:
                     flush_html()
             else:
                 flush_html()  # keep input order when a file mixes HTML and text records
                 if self._keep(rec, rec["text"], stats, extracted=False):
                     docs.append(rec)
+                else:
+                    removed.add(ref, rec, stats.last_reason or "")
         flush_html()
         account_read(tally, stats)
         for rec in docs:
@@ -154,6 +179,7 @@ class ExtractStage:
             stats.sample("kept", rec)
         stats.docs_kept = len(docs)
         write_records_atomic(self.part_url(shard), docs)
+        removed.write(removed_url(self.out_dir, shard))
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

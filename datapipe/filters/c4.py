@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -70,20 +71,22 @@ class C4Quality:
                 continue
             low = line.lower()
             if self.filter_lorem_ipsum and "lorem ipsum" in low:
-                return "lorem_ipsum"
+                return Removal("lorem_ipsum", "phrase", "lorem ipsum")
             if self.filter_javascript and "javascript" in low:
                 continue
             if self.filter_curly_bracket and "{" in line:
-                return "curly_bracket"
+                return Removal("curly_bracket", "character", "{")
             if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
                 continue
             if self.min_num_sentences != -1:
                 sentences += count_sentences(line)
             kept.append(line)
         if sentences < self.min_num_sentences:
-            return "too_few_sentences"
+            return Removal("too_few_sentences", "sentences", sentences, "<", self.min_num_sentences)
         text = "\n".join(kept).strip()
-        if self.bad_words and any(w in self.bad_words for w in re.findall(r"\w+", text.lower())):
-            return "bad_words"
+        if self.bad_words:
+            bad = next((w for w in re.findall(r"\w+", text.lower()) if w in self.bad_words), None)
+            if bad is not None:
+                return Removal("bad_words", "word", bad)
         doc.text = text
         return None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
+from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.gopher import repeated_elements
 
@@ -24,15 +25,19 @@ class FineWebQuality:
     def __call__(self, doc: FilterDoc) -> str | None:
         lines = [line for line in doc.text.split("\n") if line.strip() != ""]
         if not lines:
-            return "empty"
+            return Removal("empty", "lines", 0)
         ratio = sum(1 for line in lines if line.endswith(STOP_CHARS)) / len(lines)
         if ratio < self.line_punct_thr and not (ratio == 0 and self.line_punct_exclude_zero):
-            return "line_punct_ratio"
-        if sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines) > self.short_line_thr:
-            return "short_line_ratio"
-        if repeated_elements(lines)[1] / len(doc.text.replace("\n", "")) > self.char_duplicates_ratio:
-            return "char_dup_ratio"
+            return Removal("line_punct_ratio", "punctuated_lines_share", ratio, "<", self.line_punct_thr)
+        short = sum(1 for line in lines if len(line) <= self.short_line_length) / len(lines)
+        if short > self.short_line_thr:
+            return Removal("short_line_ratio", "short_lines_share", short, ">", self.short_line_thr)
+        dup = repeated_elements(lines)[1] / len(doc.text.replace("\n", ""))
+        if dup > self.char_duplicates_ratio:
+            return Removal(
+                "char_dup_ratio", "repeated_line_chars_share", dup, ">", self.char_duplicates_ratio
+            )
         words = doc.words
-        if words and doc.text.count("\n") / len(words) > self.new_line_ratio:
-            return "list_ratio"
+        if words and (per_word := doc.text.count("\n") / len(words)) > self.new_line_ratio:
+            return Removal("list_ratio", "newlines_per_word", per_word, ">", self.new_line_ratio)
         return None

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
+from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.kernels.spans import same_span
 
@@ -37,44 +38,73 @@ class GopherQuality:
         words = doc.words
         n_words = len(words)
         if n_words == 0:
-            return "gopher_short_doc"
+            return Removal("gopher_short_doc", "words", 0)
         # per distinct word, then weighted by its count: the same sums as datatrove's per-word loops
         counts = Counter(words)
         non_symbol = [(w, c) for w, c in counts.items() if not PUNCTUATION_SET.issuperset(w)]
         n_non_symbol = sum(c for _, c in non_symbol)
         if self.min_doc_words and n_non_symbol < self.min_doc_words:
-            return "gopher_short_doc"
+            return Removal("gopher_short_doc", "words", n_non_symbol, "<", self.min_doc_words)
         if self.max_doc_words and n_non_symbol > self.max_doc_words:
-            return "gopher_long_doc"
+            return Removal("gopher_long_doc", "words", n_non_symbol, ">", self.max_doc_words)
         if n_non_symbol:  # datatrove takes the mean of an empty list as NaN, which fails no comparison
             avg = sum(len(w) * c for w, c in non_symbol) / n_non_symbol
             if self.min_avg_word_length and avg < self.min_avg_word_length:
-                return "gopher_below_avg_threshold"
+                return Removal(
+                    "gopher_below_avg_threshold", "mean_word_length", avg, "<", self.min_avg_word_length
+                )
             if self.max_avg_word_length and avg > self.max_avg_word_length:
-                return "gopher_above_avg_threshold"
-        if self.max_symbol_word_ratio and text.count("#") / n_words > self.max_symbol_word_ratio:
-            return "gopher_too_many_hashes"
+                return Removal(
+                    "gopher_above_avg_threshold", "mean_word_length", avg, ">", self.max_avg_word_length
+                )
+        if self.max_symbol_word_ratio and (hashes := text.count("#") / n_words) > self.max_symbol_word_ratio:
+            return Removal(
+                "gopher_too_many_hashes", "hashes_per_word", hashes, ">", self.max_symbol_word_ratio
+            )
         if (
             self.max_symbol_word_ratio
-            and (text.count("...") + text.count("…")) / n_words > self.max_symbol_word_ratio
+            and (dots := (text.count("...") + text.count("…")) / n_words) > self.max_symbol_word_ratio
         ):
-            return "gopher_too_many_ellipsis"
+            return Removal(
+                "gopher_too_many_ellipsis", "ellipses_per_word", dots, ">", self.max_symbol_word_ratio
+            )
         lines = text.splitlines()
         if lines:
             if self.max_bullet_lines_ratio:
                 bullets = sum(s.lstrip().startswith(("•", "-")) for s in lines)
                 if bullets / len(lines) > self.max_bullet_lines_ratio:
-                    return "gopher_too_many_bullets"
+                    return Removal(
+                        "gopher_too_many_bullets",
+                        "bullet_lines_share",
+                        bullets / len(lines),
+                        ">",
+                        self.max_bullet_lines_ratio,
+                    )
             if self.max_ellipsis_lines_ratio:
                 ellipsis = sum(s.rstrip().endswith(("...", "…")) for s in lines)
                 if ellipsis / len(lines) > self.max_ellipsis_lines_ratio:
-                    return "gopher_too_many_end_ellipsis"
+                    return Removal(
+                        "gopher_too_many_end_ellipsis",
+                        "ellipsis_lines_share",
+                        ellipsis / len(lines),
+                        ">",
+                        self.max_ellipsis_lines_ratio,
+                    )
         if self.max_non_alpha_words_ratio:
             alpha = sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
             if alpha / n_words < self.max_non_alpha_words_ratio:
-                return "gopher_below_alpha_threshold"
-        if self.min_stop_words and len(set(self.stop_words).intersection(counts)) < self.min_stop_words:
-            return "gopher_enough_stop_words"
+                return Removal(
+                    "gopher_below_alpha_threshold",
+                    "alphabetic_words_share",
+                    alpha / n_words,
+                    "<",
+                    self.max_non_alpha_words_ratio,
+                )
+        if (
+            self.min_stop_words
+            and (stops := len(set(self.stop_words).intersection(counts))) < self.min_stop_words
+        ):
+            return Removal("gopher_enough_stop_words", "stop_words", stops, "<", self.min_stop_words)
         return None
 
 
@@ -287,23 +317,39 @@ class GopherRepetition:
     def __call__(self, doc: FilterDoc) -> str | None:
         text = doc.text
         if not text:
-            return "empty"
+            return Removal("empty", "chars", 0)
         paragraphs, lines = split_paragraphs_and_lines(text)
         n_dup, chars = repeated_elements(paragraphs)
         if self.dup_para_frac and n_dup / len(paragraphs) > self.dup_para_frac:
-            return "dup_para_frac"
+            return Removal(
+                "dup_para_frac", "repeated_paragraphs_share", n_dup / len(paragraphs), ">", self.dup_para_frac
+            )
         if self.dup_para_char_frac and chars / len(text) > self.dup_para_char_frac:
-            return "dup_para_char_frac"
+            return Removal(
+                "dup_para_char_frac",
+                "repeated_paragraph_chars_share",
+                chars / len(text),
+                ">",
+                self.dup_para_char_frac,
+            )
         n_dup, chars = repeated_elements(lines)
         if self.dup_line_frac and n_dup / len(lines) > self.dup_line_frac:
-            return "dup_line_frac"
+            return Removal(
+                "dup_line_frac", "repeated_lines_share", n_dup / len(lines), ">", self.dup_line_frac
+            )
         if self.dup_line_char_frac and chars / len(text) > self.dup_line_char_frac:
-            return "dup_line_char_frac"
+            return Removal(
+                "dup_line_char_frac",
+                "repeated_line_chars_share",
+                chars / len(text),
+                ">",
+                self.dup_line_char_frac,
+            )
         index = _NgramIndex(doc.words)
         for n, frac in self.top_n_grams:
-            if len(doc.words) >= n and index.top_chars(n) / len(text) > frac:
-                return f"top_{n}_gram"
+            if len(doc.words) >= n and (share := index.top_chars(n) / len(text)) > frac:
+                return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", share, ">", frac)
         for n, frac in self.dup_n_grams:
-            if index.duplicate_chars(n) / len(text) > frac:
-                return f"duplicated_{n}_n_grams"
+            if (share := index.duplicate_chars(n) / len(text)) > frac:
+                return Removal(f"duplicated_{n}_n_grams", f"repeated_{n}_gram_chars_share", share, ">", frac)
         return None

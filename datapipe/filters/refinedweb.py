@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 
 _COUNTER = re.compile(
@@ -75,8 +76,14 @@ class LineModifiers:
         text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
         after = len(text.split())
         if before and (before - after) / before > self.max_removed_words_ratio:
-            return "removed_words_ratio"
+            return Removal(
+                "removed_words_ratio",
+                "removed_words_share",
+                (before - after) / before,
+                ">",
+                self.max_removed_words_ratio,
+            )
         if not after:
-            return "empty_after_line_edits"
+            return Removal("empty_after_line_edits", "words_left", 0)
         doc.text = text
         return None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.stages import FilterConfig
+from datapipe.evidence import prefixed
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.presets import FilterChain, build_chain
 from datapipe.stage import DocumentStage
@@ -37,7 +38,7 @@ class FilterStage(DocumentStage):
         view = FilterDoc(doc["text"], url=doc["metadata"].get("url", ""))
         reason = self._chain.apply(view)
         if reason is not None:
-            stats.remove(f"filter/{reason}")
+            stats.remove(prefixed("filter", reason))
             return False
         doc["text"] = view.text
         return True

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from datapipe.errors import InputError
+from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.io import fs
 
@@ -32,6 +33,6 @@ class UrlBlocklist:
         host = (urlsplit(doc.url).hostname or "").lower().rstrip(".")
         parts = host.split(".")
         for i in range(len(parts)):
-            if ".".join(parts[i:]) in self.domains:
-                return "url_blocklist"
+            if (domain := ".".join(parts[i:])) in self.domains:
+                return Removal("url_blocklist", "domain", domain)
         return None

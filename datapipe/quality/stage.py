@@ -16,6 +16,7 @@ from typing import Any
 import xxhash
 
 from datapipe.config.stages import QualityConfig
+from datapipe.evidence import Removal
 from datapipe.io.shards import Shard
 from datapipe.quality.model import QualityModel
 from datapipe.stage import TwoPhaseStage
@@ -103,7 +104,8 @@ class QualityStage(TwoPhaseStage):
             return True
         score = doc["metadata"]["quality"][self.config.select_classifier]
         if (score, tiebreak(doc["id"])) < self._cut:
-            stats.remove("quality/below_cutoff")
+            name = self.config.select_classifier
+            stats.remove(Removal("quality/below_cutoff", f"quality/{name}", score, "<", self._cut[0]))
             return False
         return True
 

@@ -1,8 +1,9 @@
 """``datapipe inspect`` on a stage folder (documents kept, or removed by a rule) and ``--json`` for any target.
 
-Kept documents are read from the stage's own part files. Removed documents are not written anywhere (a stage
-writes what it keeps); the first few per reason and shard are sampled into ``stage.json`` where the decision was
-made, and that is what ``--removed-by`` shows.
+Kept documents are read from the stage's own part files. Removed documents are listed beside them, with the
+evidence of their removal (``part-NNNNN.removed.parquet``, :mod:`datapipe.decisions`): ``--removed-by`` shows every
+one of a reason (up to ``--rows``) with what the rule measured, and the text of those the stage sampled into
+``stage.json`` (the first few per reason and shard; removed texts are not kept otherwise).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from datapipe.decisions import SUFFIX, read_removed
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.stage import STAGE_JSON
@@ -33,7 +35,21 @@ def stage_documents(
             raise DatapipeError(
                 f"{path}: no document was removed by {removed_by!r} here (reasons: {reasons})"
             )
-        return doc, samples.get(removed_by, [])[:rows]
+        sampled = {str(d["id"]): d for d in samples.get(removed_by, [])}
+        if not fs.glob(fs.join(path, f"part-*{SUFFIX}")):  # a build from before the removal lists
+            return doc, list(sampled.values())[:rows]
+        table = read_removed(path)
+        listed = [r for r in table.to_pylist() if r["reason"] == removed_by][:rows]
+        return doc, [
+            {
+                "id": r["id"],
+                "url": r["url"],
+                "chars": r["chars"],
+                "evidence": r["evidence"],
+                "text": sampled.get(r["id"], {}).get("text", ""),
+            }
+            for r in listed
+        ]
     from datapipe.io.jsonl import read_records
 
     out: list[dict[str, Any]] = []
@@ -65,10 +81,12 @@ def inspect_stage(path: str, rows: int, chars: int, removed_by: str | None, as_j
         print(f"  removed {reason:<32} {n:>8,}")
     for reason, n in sorted(c["skipped"].items()):
         print(f"  skipped {reason:<32} {n:>8,}")
-    what = f"removed by {removed_by} (sampled where removed)" if removed_by else "kept"
+    what = f"removed by {removed_by}" if removed_by else "kept"
     print(f"{len(docs)} document(s) {what}:")
     for d in docs:
-        print(f"  {d['id']} {d.get('url', '')} ({d['chars']:,} chars): {_shorten(d['text'], chars)}")
+        why = f" [{d['evidence']}]" if d.get("evidence") else ""
+        text = _shorten(d["text"], chars) if d.get("text") else "(text not sampled)"
+        print(f"  {d['id']} {d.get('url', '')} ({d['chars']:,} chars){why}: {text}")
     return 0
 
 

@@ -1,0 +1,83 @@
+"""The removed documents of a shard, with why: ``part-NNNNN.removed.parquet`` beside the stage's parts.
+
+One row per document the stage removed: ``ref`` (its position in the stage's input shard), ``id``, ``url``,
+``reason`` (as counted in ``stage.json``), ``evidence`` (``words=37 < 50``), ``measure``, ``value`` and ``threshold``
+(numbers, when the rule measured one: what a browser filters ranges on) and ``chars`` (the text's length). Kept
+documents carry their measured values in their own metadata (language and score, quality scores), so this file
+holds only what would otherwise be lost. Parquet, because it is columnar and small (a few dozen bytes a row,
+compressed) and DuckDB, pyarrow and pandas read a stage's files with one glob. Written atomically before the
+shard's commit marker, like the part it sits beside; a shard with no removal gets an empty file, so that every
+committed shard has one.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from datapipe.evidence import evidence_of
+from datapipe.io import fs
+from datapipe.io.shards import Shard
+
+SUFFIX = ".removed.parquet"
+
+
+def _schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("ref", pa.int64()),
+            ("id", pa.string()),
+            ("url", pa.string()),
+            ("reason", pa.string()),
+            ("evidence", pa.string()),
+            ("measure", pa.string()),
+            ("value", pa.float64()),
+            ("threshold", pa.float64()),
+            ("chars", pa.int64()),
+        ]
+    )
+
+
+def removed_url(out_dir: str, shard: Shard) -> str:
+    return fs.join(out_dir, f"{shard.part}{SUFFIX}")
+
+
+class RemovedLog:
+    """The rows of one shard's removed documents, in input order."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, ref: int, doc: dict[str, Any], reason: str) -> None:
+        meta = doc.get("metadata")
+        self.rows.append(
+            {
+                "ref": ref,
+                "id": str(doc.get("id", "")),
+                "url": str(meta.get("url", "")) if isinstance(meta, dict) else "",
+                "reason": str(reason),
+                **evidence_of(reason),
+                "chars": len(str(doc.get("text") or "")),
+            }
+        )
+
+    def write(self, url: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist(self.rows, schema=_schema())
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        fs.write_bytes_atomic(url, buf.getvalue())
+
+
+def read_removed(out_dir: str) -> Any:
+    """Every removed-document row of a stage, as one pyarrow table (shard order)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    urls = sorted(fs.glob(fs.join(out_dir, f"part-*{SUFFIX}")))
+    tables = [pq.read_table(io.BytesIO(fs.read_bytes(u))) for u in urls]
+    return pa.concat_tables(tables) if tables else _schema().empty_table()
