@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -274,6 +275,14 @@ sources:
     assert proc.returncode == 0, proc.stderr[-3000:]
     decon = json.loads(next(out.glob("web/decon-*/stage.json")).read_text())
     assert decon["counts"]["removed"] == {"decon/contaminated": 60}
+    from datapipe.decisions import read_removed
+
+    rows = read_removed(str(next(out.glob("web/decon-*")))).to_pylist()  # each removal with what matched
+    assert len(rows) == 60 and all(
+        re.fullmatch(r"eval_\d+_grams=\d+ \(items fixture_eval:\S+(, fixture_eval:\S+)*( and \d+ more)?\)", r["evidence"])
+        and r["value"] >= 1
+        for r in rows
+    ), rows[:3]
     assert decon["decon"]["index"]["mode"] == "exact"
     assert {k.split("#")[0] for k in decon["decon"]["items_hit"]} == {
         f"fixture_eval:{i}" for _, i, _ in planted_docs

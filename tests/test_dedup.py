@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datapipe.config.stages import MinHashConfig
+from datapipe.decisions import read_removed
 from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star
 from datapipe.dedup.minhash import MinHasher, Shingler, estimate, s_curve
@@ -184,6 +185,8 @@ def test_exact_and_paragraph_dedup_keep_first_occurrences(tmp_path):
     assert json.loads((dd / "stage.json").read_text())["counts"]["removed"] == {"dedup/exact": 1}
     counts = json.loads((pp / "stage.json").read_text())["counts"]
     assert counts["removed"] == {"paragraphs/too_little_left": 1}
+    (row,) = read_removed(str(pp)).to_pylist()
+    assert row["value"] < row["threshold"] == 50 and row["evidence"].startswith("chars_left="), row
     assert counts["counters"]["paragraphs/lines_removed"] == 2
     texts = [d["text"] for p in sorted(pp.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     assert texts == [long[0] + "\n" + shared, long[1], long[2], long[3]]

@@ -52,3 +52,61 @@ def test_every_removed_document_is_listed_with_its_reason_and_evidence(built_sma
     assert any(r.startswith("filter/") for r in seen_reasons) and any(
         r.startswith("langid/") for r in seen_reasons
     )
+
+
+def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
+    """Dedup removals name the copy that stayed (its id, a document the stage kept) and, for MinHash, the exact
+    Jaccard of the two documents' shingle sets, recomputed here from their texts. Corpus: Python library pages,
+    some twice, some again with a sentence added (near duplicates)."""
+    from datapipe.config.stages import MinHashConfig
+    from datapipe.dedup.minhash import Shingler, jaccard
+    from datapipe.io.jsonl import read_records
+    from tests.conftest import CORPORA, run_build, write_mixture
+
+    faq = [d["text"] for d in read_records(str(CORPORA / "prose" / "pydoc-library-00000.jsonl.zst"))]
+    faq = [t for t in faq if len(t.split()) > 300][:12]
+    docs = [{"id": f"faq-{i}", "text": t} for i, t in enumerate(faq)]
+    docs += [{"id": f"copy-{i}", "text": faq[i]} for i in (1, 4)]
+    docs += [
+        {"id": f"near-{i}", "text": faq[i] + "\n\nOne sentence more, added to this copy only."}
+        for i in (2, 5, 7)
+    ]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "faq.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    mixture = write_mixture(
+        tmp_path,
+        f"name: dups\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  faq:\n    weight: 1\n"
+        "    format: jsonl\n    paths: [faq.jsonl]\n    dedup: {exact: true, minhash: {preset: fineweb}}\n",
+    )
+    out = tmp_path / "out"
+    proc = run_build("--mixture", str(mixture), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (stage,) = (out / "faq").glob("dedup-*")
+    rows = read_removed(str(stage)).to_pylist()
+    kept = {
+        d["id"]: d["text"] for part in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(part))
+    }
+    (extract,) = (out / "faq").glob("extract-*")  # the dedup stage's input
+    read = [d for part in sorted(extract.glob("part-*.jsonl.zst")) for d in read_records(str(part))]
+    given = {d["id"]: d["text"] for d in read}
+    source_id = {d["id"]: d["metadata"]["source_id"] for d in read}  # the JSONL's own ids (issue 24 item 2)
+    shingle = Shingler(MinHashConfig.preset("fineweb").ngram)
+    reasons = {}
+    for row in rows:
+        reasons[source_id[row["id"]]] = row["reason"]
+        if row["reason"] == "dedup/exact":
+            match = re.fullmatch(r"kept_copy=(\S+) \(same text after normalization\)", row["evidence"])
+            assert match and match.group(1) in kept, row
+        else:
+            match = re.fullmatch(r"jaccard_with_kept_copy=([0-9.]+) \(kept copy (\S+)\)", row["evidence"])
+            assert match and match.group(2) in kept, row
+            expected = jaccard(shingle(given[row["id"]]), shingle(kept[match.group(2)]))
+            assert abs(row["value"] - expected) < 1e-4 and 0.7 < row["value"] < 1, (row, expected)
+    assert reasons == {
+        "copy-1": "dedup/exact",
+        "copy-4": "dedup/exact",
+        "near-2": "dedup/minhash",
+        "near-5": "dedup/minhash",
+        "near-7": "dedup/minhash",
+    }

@@ -20,6 +20,7 @@ from datapipe.config.stages import DeconConfig
 from datapipe.decon.evalsets import read_items
 from datapipe.decon.index import EvalIndex, Match
 from datapipe.decon.ngrams import text_words
+from datapipe.evidence import Removal
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.stage import DocumentStage
@@ -49,9 +50,10 @@ class DeconStage(DocumentStage):
     name: str = "decon"
     _index: EvalIndex | None = field(default=None, repr=False)
     _hits: Counter = field(default_factory=Counter, repr=False)
+    _last: Match = field(default_factory=lambda: Match(False), repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_index": None, "_hits": Counter()}
+        return {**self.__dict__, "_index": None, "_hits": Counter(), "_last": Match(False)}
 
     def setup(self) -> None:
         if self._index is None:
@@ -92,12 +94,12 @@ class DeconStage(DocumentStage):
             return True
         stats.counters["decon/documents_hit"] += 1
         if remove:
-            stats.remove("decon/contaminated")
+            stats.remove(self._contaminated())
             return False
         stats.counters["decon/lines_removed"] += len(drop)
         doc["text"] = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
         if not doc["text"]:
-            stats.remove("decon/nothing_left")
+            stats.remove(Removal("decon/nothing_left", "lines_removed", len(drop), note="every line matched"))
             return False
         return True
 
@@ -106,7 +108,21 @@ class DeconStage(DocumentStage):
         assert self._index is not None
         for item in m.items:
             self._hits[self._index.item_ids[item]] += 1
+        self._last = m
         return m.contaminated
+
+    def _contaminated(self) -> Removal:
+        """The evidence of the last match: how many of the text's n-grams are an eval item's, and which items
+        (the Bloom-filter mode knows the n-grams, not the items)."""
+        assert self._index is not None
+        items = [self._index.item_ids[i] for i in self._last.items[:3]]
+        more = f" and {len(self._last.items) - 3} more" if len(self._last.items) > 3 else ""
+        return Removal(
+            "decon/contaminated",
+            f"eval_{self._index.n}_grams",
+            len(self._last.hashes),
+            note=f"items {', '.join(items)}{more}" if items else None,
+        )
 
     def hits_url(self, shard: Shard) -> str:
         return fs.join(self.out_dir, f"{shard.part}.hits.json")

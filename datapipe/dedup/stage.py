@@ -15,9 +15,18 @@ import numpy as np
 import xxhash
 
 from datapipe.config.stages import DedupConfig, ParagraphConfig
-from datapipe.dedup.minhash import MinHasher, Shingler
+from datapipe.dedup.components import MINHASH
+from datapipe.dedup.minhash import MinHasher, Shingler, jaccard
 from datapipe.dedup.normalize import normalize
-from datapipe.dedup.store import earlier_shards, read_removals, read_shingle_ids, write_index, write_shingles
+from datapipe.dedup.store import (
+    ShingleStore,
+    earlier_shards,
+    read_removals,
+    read_shingle_ids,
+    write_index,
+    write_shingles,
+)
+from datapipe.evidence import Removal
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
@@ -38,9 +47,10 @@ class DedupStage(TwoPhaseStage):
     name: str = "dedup"
     _hasher: MinHasher | None = field(default=None, repr=False)
     _shingler: Shingler | None = field(default=None, repr=False)
+    _store: ShingleStore | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_hasher": None, "_shingler": None}
+        return {**self.__dict__, "_hasher": None, "_shingler": None, "_store": None}
 
     def setup(self) -> None:
         if self.config.minhash is not None and self._hasher is None:
@@ -100,14 +110,51 @@ class DedupStage(TwoPhaseStage):
         return exact, bands, n
 
     def begin_shard(self, shard: Shard) -> None:
-        self._removals = {r[0]: r[1] for r in read_removals(self.out_dir, shard.index)}  # position -> reason
+        # position -> (reason, the kept copy's reference)
+        self._removals = {r[0]: (r[1], tuple(r[2])) for r in read_removals(self.out_dir, shard.index)}
+        self._shard = shard.index
+        self._kept_ids: dict[int, list[str] | None] = {}
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
-        reason = self._removals.get(index)
-        if reason is not None:
-            stats.remove(reason)
+        decision = self._removals.get(index)
+        if decision is not None:
+            stats.remove(self._evidence(index, *decision))
             return False
         return True
+
+    def _evidence(self, index: int, reason: str, kept: tuple[int, int]) -> Removal:
+        """The kept copy a removal names (its id; its reference when the ids were not stored) and, for MinHash,
+        the exact Jaccard of the two shingle sets: a component joins documents through others, so a removed
+        document may be further from its kept copy than the threshold (``jaccard_with_kept_copy``)."""
+        name = self._kept_name(kept)
+        if reason != MINHASH or self._shingler is None:
+            return Removal(reason, "kept_copy", name, note="same text after normalization")
+        if self._store is None:
+            self._store = ShingleStore(self.out_dir, earlier=earlier_shards(self.config.against))
+        similar = jaccard(self._store.get((self._shard, index)), self._store.get(kept))
+        return Removal(reason, "jaccard_with_kept_copy", round(similar, 4), note=f"kept copy {name}")
+
+    def _kept_name(self, ref: tuple[int, int]) -> str:
+        shard, doc = ref
+        if shard not in self._kept_ids:
+            try:
+                if shard < 0:  # a document of an earlier build (dedup.against)
+                    stage_dir, index = earlier_shards(self.config.against)[shard]
+                    self._kept_ids[shard] = read_shingle_ids(stage_dir, index)
+                else:
+                    self._kept_ids[shard] = read_shingle_ids(self.out_dir, shard)
+            except FileNotFoundError:  # exact dedup alone stores no shingles, nor their ids
+                self._kept_ids[shard] = None
+        ids = self._kept_ids[shard]
+        return ids[doc] if ids is not None and doc < len(ids) else f"shard {shard} document {doc}"
+
+    def process_shard(self, shard: Shard) -> StageStats:
+        try:
+            return super().process_shard(shard)
+        finally:  # the shingle files the evidence read stay open no longer than the shard
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         report = self.read_global_report()
@@ -174,7 +221,13 @@ class ParagraphStage(TwoPhaseStage):
             doc["text"] = "\n".join(line for j, line in enumerate(lines) if j not in drop).strip()
             stats.counters["paragraphs/lines_removed"] += len(drop)
             if len(doc["text"]) < self.config.min_chars:
-                stats.remove("paragraphs/too_little_left")
+                left = len(doc["text"])
+                note = f"{len(drop)} of {len(lines)} lines seen earlier"
+                stats.remove(
+                    Removal(
+                        "paragraphs/too_little_left", "chars_left", left, "<", self.config.min_chars, note
+                    )
+                )
                 return False
         return True
 
