@@ -1,6 +1,7 @@
 """The removed documents of a shard, with why: ``part-NNNNN.removed.parquet`` beside the stage's parts.
 
-One row per document the stage removed: ``ref`` (its position in the stage's input shard), ``id``, ``url``,
+One row per document the stage removed: ``index`` (its position in the stage's input shard), ``id`` (its own id
+in the input), ``ref`` (where it was read, ``<input file>:<n>``), ``url``,
 ``reason`` (as counted in ``stage.json``), ``evidence`` (``words=37 < 50``), ``measure``, ``value`` and ``threshold``
 (numbers, when the rule measured one: what a browser filters ranges on) and ``chars`` (the text's length). Kept
 documents carry their measured values in their own metadata (language and score, quality scores), so this file
@@ -27,8 +28,9 @@ def _schema():
 
     return pa.schema(
         [
-            ("ref", pa.int64()),
+            ("index", pa.int64()),
             ("id", pa.string()),
+            ("ref", pa.string()),
             ("url", pa.string()),
             ("reason", pa.string()),
             ("evidence", pa.string()),
@@ -50,12 +52,13 @@ class RemovedLog:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def add(self, ref: int, doc: dict[str, Any], reason: str) -> None:
+    def add(self, index: int, doc: dict[str, Any], reason: str) -> None:
         meta = doc.get("metadata")
         self.rows.append(
             {
-                "ref": ref,
+                "index": index,
                 "id": str(doc.get("id", "")),
+                "ref": str(doc.get("ref", doc.get("id", ""))),
                 "url": str(meta.get("url", "")) if isinstance(meta, dict) else "",
                 "reason": str(reason),
                 **evidence_of(reason),

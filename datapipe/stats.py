@@ -77,6 +77,7 @@ class StageStats:
             bucket.append(
                 {
                     "id": str(doc.get("id", "")),
+                    "ref": str(doc.get("ref", doc.get("id", ""))),
                     "url": str(
                         doc.get("metadata", {}).get("url", "")
                         if isinstance(doc.get("metadata"), dict)

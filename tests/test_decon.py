@@ -279,7 +279,10 @@ sources:
 
     rows = read_removed(str(next(out.glob("web/decon-*")))).to_pylist()  # each removal with what matched
     assert len(rows) == 60 and all(
-        re.fullmatch(r"eval_\d+_grams=\d+ \(items fixture_eval:\S+(, fixture_eval:\S+)*( and \d+ more)?\)", r["evidence"])
+        re.fullmatch(
+            r"eval_\d+_grams=\d+ \(items fixture_eval:\S+(, fixture_eval:\S+)*( and \d+ more)?\)",
+            r["evidence"],
+        )
         and r["value"] >= 1
         for r in rows
     ), rows[:3]

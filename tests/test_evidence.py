@@ -47,8 +47,8 @@ def test_every_removed_document_is_listed_with_its_reason_and_evidence(built_sma
             if reason.startswith(("filter/", "langid/")):
                 assert all(s.get("evidence") for s in samples), (stage, reason)
         for part in stage.glob("part-*.removed.parquet"):  # in input order, each document once
-            refs = pq.read_table(part).column("ref").to_pylist()
-            assert refs == sorted(set(refs)), part
+            index = pq.read_table(part).column("index").to_pylist()
+            assert index == sorted(set(index)), part
     assert any(r.startswith("filter/") for r in seen_reasons) and any(
         r.startswith("langid/") for r in seen_reasons
     )
@@ -90,11 +90,10 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     (extract,) = (out / "faq").glob("extract-*")  # the dedup stage's input
     read = [d for part in sorted(extract.glob("part-*.jsonl.zst")) for d in read_records(str(part))]
     given = {d["id"]: d["text"] for d in read}
-    source_id = {d["id"]: d["metadata"]["source_id"] for d in read}  # the JSONL's own ids (issue 24 item 2)
     shingle = Shingler(MinHashConfig.preset("fineweb").ngram)
     reasons = {}
     for row in rows:
-        reasons[source_id[row["id"]]] = row["reason"]
+        reasons[row["id"]] = row["reason"]  # the JSONL's own ids, kept through every stage
         if row["reason"] == "dedup/exact":
             match = re.fullmatch(r"kept_copy=(\S+) \(same text after normalization\)", row["evidence"])
             assert match and match.group(1) in kept, row
@@ -110,3 +109,44 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
         "near-5": "dedup/minhash",
         "near-7": "dedup/minhash",
     }
+
+
+def test_documents_keep_their_own_ids_through_every_stage(built_small):
+    """A document's ``id`` is its id in the input (the JSONL ``id``, the WARC-Record-ID) in every stage's parts,
+    and ``ref`` says where it was read. The JSONL ids are read here from the raw files, line by line."""
+    import gzip
+
+    import zstandard
+
+    from datapipe.io.jsonl import read_records
+    from tests.conftest import CORPORA
+
+    out, _ = built_small
+
+    def lines(path):
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        elif path.suffix == ".zst":
+            raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
+        return raw.decode("utf-8").splitlines()
+
+    own = {}
+    for path in sorted((CORPORA / "prose").glob("pydoc-*")) + sorted((CORPORA / "fortunes").glob("*")):
+        rel = str(path.relative_to(CORPORA))
+        for n, line in enumerate(lines(path)):
+            if line.strip():
+                own[f"{rel}:{n}"] = json.loads(line).get("id")
+    checked = 0
+    for stage in sorted(p for p in out.glob("*/*") if list(p.glob("part-*.jsonl.zst"))):
+        for part in sorted(stage.glob("part-*.jsonl.zst")):
+            for d in read_records(str(part)):
+                if stage.parent.name == "web":
+                    assert d["id"] == d["metadata"]["warc_record_id"] and d["id"].startswith("<urn:uuid:"), d[
+                        "id"
+                    ]
+                    assert re.fullmatch(r"crawl/\S+\.warc\.gz:\d+", d["ref"]), d["ref"]
+                elif stage.parent.name == "prose":
+                    assert d["id"] == (own[d["ref"]] or d["ref"]), (stage.name, d["ref"], d["id"])
+                checked += 1
+    assert checked > 100

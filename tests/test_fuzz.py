@@ -225,7 +225,7 @@ def read_controlled(path: Path, fmt: str, text_field: str = "text", events: bool
             event(f"{fmt}: {outcome}")
     assert all(n > 0 for n in [*stats.unusable.values(), *stats.not_records.values()])
     for doc in docs:
-        assert isinstance(doc["id"], str) and doc["id"].startswith(path.name + ":")
+        assert isinstance(doc["id"], str) and doc["id"] and doc["ref"].startswith(path.name + ":")
         if "html" in doc:
             assert (
                 isinstance(doc["html"], bytes) and doc["charset"] is None or isinstance(doc["charset"], str)
@@ -389,18 +389,19 @@ def test_parquet_damage_costs_its_row_group_and_no_silent_loss(folder):
 
 
 def test_parquet_ids_of_any_type_can_be_written(folder):
-    """Regression: a binary or decimal id column gave ``source_id`` values the part-file writer rejects."""
+    """Regression: a binary or decimal id column gave ids the part-file writer rejects; a document without an id
+    of its own is named by where it was read."""
     import decimal
 
     rows = pq.read_table(CORPORA / "code" / "stdlib-00000.parquet").slice(0, 2).select(["content"])
     for ids, expected in [
-        (pa.array([b"\x01\xff", b""], pa.binary()), ["01ff", ""]),
-        (pa.array([decimal.Decimal("1.50"), None], pa.decimal128(5, 2)), ["1.50", None]),
+        (pa.array([b"\x01\xff", b""], pa.binary()), ["01ff", "ids.parquet:1"]),
+        (pa.array([decimal.Decimal("1.50"), None], pa.decimal128(5, 2)), ["1.50", "ids.parquet:1"]),
     ]:
         path = folder / "ids.parquet"
         pq.write_table(rows.append_column("id", ids), path)
         docs = read_controlled(path, "parquet", "content", events=False)
-        assert [d["metadata"]["source_id"] for d in docs] == expected
+        assert [d["id"] for d in docs] == expected
     passed([2])
 
 

@@ -34,7 +34,8 @@ def test_real_crawl_iana():
     )  # css/js/images; redirects
     assert all(d["metadata"]["url"].startswith("http") for d in docs)
     assert all(d["metadata"]["warc_record_id"].startswith("<urn:uuid:") for d in docs)
-    assert docs[0]["id"] == "crawl/iana.warc.gz:0"
+    assert docs[0]["ref"] == "crawl/iana.warc.gz:0"  # where it was read; its id is its WARC-Record-ID
+    assert all(d["id"] == d["metadata"]["warc_record_id"] for d in docs)
 
 
 def test_packed_warc_has_planted_copies():
@@ -60,8 +61,8 @@ def test_packed_warc_has_planted_copies():
 def test_jsonl_compressions(rel):
     docs, stats = _read(CORPORA / rel, "jsonl")
     assert stats.records == len(docs) > 0 and not stats.unusable  # the reader yields; the stage keeps
-    assert docs[0]["id"] == f"{rel}:0"
-    assert docs[0]["metadata"]["source_id"].startswith("pydoc/")
+    assert docs[0]["ref"] == f"{rel}:0"  # where it was read
+    assert docs[0]["id"].startswith("pydoc/")  # the record's own id
     assert all(isinstance(d["text"], str) and d["text"] for d in docs)
 
 

@@ -131,7 +131,7 @@ class ExtractStage:
         stats = StageStats()
         docs: list[dict] = []
         pending: list[dict] = []
-        removed = RemovedLog()  # ref: the record's place among the shard's documents
+        removed = RemovedLog()  # index: the record's place among the shard's documents
         refs: list[int] = []
 
         def flush_html() -> None:

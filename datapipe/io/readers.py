@@ -104,16 +104,15 @@ def _jsonl_records(
         for k, v in rec.items():
             if k not in (text_field, id_field, "metadata", "source") and isinstance(v, _SCALARS):
                 meta.setdefault(k, v)
-        if id_field in rec:
-            meta["source_id"] = rec[id_field]
-        yield {"id": shard.doc_id(line_no - 1), "text": text, "source": source, "metadata": meta}
+        own = _id_value(rec.get(id_field))
+        yield {**shard.names(line_no - 1, own), "text": text, "source": source, "metadata": meta}
 
 
-def _id_value(v: Any) -> Any:
-    """An id as the JSON part files can hold it: scalars as they are, bytes as hex, others (dates, decimals,
-    lists) as text. A Parquet id column may be of any type; bytes or a decimal would fail the write."""
-    if v is None or isinstance(v, _SCALARS):
-        return v
+def _id_value(v: Any) -> str | None:
+    """An id as text: bytes as hex, anything else (numbers, dates, decimals) as written; None for none. A Parquet
+    id column may be of any type."""
+    if v is None or isinstance(v, bool):
+        return None
     return v.hex() if isinstance(v, bytes) else str(v)
 
 
@@ -168,9 +167,8 @@ def read_parquet(
                         meta = {
                             k: v[j] for k, v in cols.items() if k != id_field and isinstance(v[j], _SCALARS)
                         }
-                        if id_field in cols:
-                            meta["source_id"] = _id_value(cols[id_field][j])
-                        yield {"id": shard.doc_id(i), "text": text, "source": source, "metadata": meta}
+                        own = _id_value(cols[id_field][j]) if id_field in cols else None
+                        yield {**shard.names(i, own), "text": text, "source": source, "metadata": meta}
                     done += batch.num_rows
             except _PARQUET_ERRORS as e:
                 log.warning("%s: row group %d cannot be read (%s); its rows are removed", shard.url, rg, e)

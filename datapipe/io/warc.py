@@ -281,7 +281,7 @@ def read_warc(
             meta = _meta(record)
             meta["content_type"] = record.headers.get("Content-Type", "text/plain")
             return {
-                "id": shard.doc_id(i),
+                **shard.names(i, meta["warc_record_id"]),
                 "text": body.decode("utf-8", errors="replace"),
                 "source": source,
                 "metadata": meta,
@@ -327,7 +327,7 @@ def read_warc(
         meta = _meta(record)
         meta["content_type"] = (record.http_content_type or "").lower()
         return {
-            "id": shard.doc_id(i),
+            **shard.names(i, meta["warc_record_id"]),
             "html": payload,
             "charset": record.http_charset,
             "source": source,

@@ -25,8 +25,10 @@ from datapipe.stats import StageStats
 BATCH = 512
 
 
-def tiebreak(doc_id: str) -> int:
-    return xxhash.xxh3_64_intdigest(doc_id.encode("utf-8"))
+def tiebreak(ref: str) -> int:
+    """Orders documents of equal score by their ``ref`` (where they were read: unique and stable, unlike the
+    input's own ids; a part file of an older build has it as ``id``)."""
+    return xxhash.xxh3_64_intdigest(ref.encode("utf-8"))
 
 
 @dataclass
@@ -69,7 +71,10 @@ class QualityStage(TwoPhaseStage):
         out: list[tuple[float, int]] = []
         for batch in self._batches(shard):
             scores = model.scores([d["text"] for d in batch])
-            out.extend((round(float(s), 8), tiebreak(d["id"])) for s, d in zip(scores, batch, strict=True))
+            out.extend(
+                (round(float(s), 8), tiebreak(d.get("ref", d["id"])))
+                for s, d in zip(scores, batch, strict=True)
+            )
         return out
 
     def _cutoff(self) -> tuple[float, int] | None:
@@ -103,7 +108,7 @@ class QualityStage(TwoPhaseStage):
         if self._cut is None:
             return True
         score = doc["metadata"]["quality"][self.config.select_classifier]
-        if (score, tiebreak(doc["id"])) < self._cut:
+        if (score, tiebreak(doc.get("ref", doc["id"]))) < self._cut:
             name = self.config.select_classifier
             stats.remove(Removal("quality/below_cutoff", f"quality/{name}", score, "<", self._cut[0]))
             return False
