@@ -15,6 +15,7 @@ Errors a user can fix print one line (``error: ...``) and exit 2.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -73,6 +74,8 @@ def _decoder_for(cache: TokenCache, output: str | None = None) -> Callable[[list
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = args.path.rstrip("/")
+    if args.cluster is not None:
+        return _print_cluster(path, args.cluster, args.chars)
     if fs.exists(fs.join(path, STAGE_JSON)) and not fs.exists(fs.join(path, LEDGER)):
         from datapipe.report.inspect_stage import inspect_stage
 
@@ -103,6 +106,31 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             _print_cache(cache, args.rows, args.chars, _decoder_for(cache, output=manifest_dir))
         return 0
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
+
+
+def _print_cluster(path: str, doc_id: str, chars: int) -> int:
+    from datapipe.report.clusters import cluster_of, kept_text
+
+    kept, removed = cluster_of(path, doc_id)
+    print(f"cluster of {kept}: {len(removed) + 1} copies, {len(removed)} removed")
+    text = kept_text(path, kept)
+    print(f"  kept     {kept}: {_shorten(text, chars) if text is not None else '(not among the kept parts)'}")
+    for r in removed:
+        print(f"  removed  {r['id']} {r['url']} [{r['reason']}, jaccard {r['jaccard']:.4g}] ({r['ref']})")
+    return 0
+
+
+def cmd_export_clusters(args: argparse.Namespace) -> int:
+    from datapipe.report.clusters import export_lines
+
+    lines = list(export_lines(args.stage.rstrip("/")))
+    if args.out:
+        fs.write_text_atomic(args.out, "".join(line + "\n" for line in lines))
+        print(f"{len(lines)} cluster(s) -> {args.out}")
+    else:
+        for line in lines:
+            print(line)
+    return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -207,6 +235,9 @@ def make_parser() -> argparse.ArgumentParser:
         "--chars", type=int, default=240, help="characters of each decoded row to show (default 240)"
     )
     p.add_argument("--removed-by", metavar="RULE", help="stage folder: documents removed by this reason")
+    p.add_argument(
+        "--cluster", metavar="ID", help="dedup stage folder: the duplicate cluster of this document (its id)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _sub(
         sub,
@@ -215,6 +246,15 @@ def make_parser() -> argparse.ArgumentParser:
         "example:\n  datapipe build --mixture dclm_phase3.yaml --output out/dclm_phase3",
         add_help=False,
     )
+    ec = _sub(
+        sub,
+        "export-clusters",
+        "a dedup stage's duplicate clusters as JSON lines: each kept copy and the copies removed for it",
+        "examples:\n  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa\n"
+        "  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa --out /tmp/clusters.jsonl",
+    )
+    ec.add_argument("stage", help="a dedup stage folder")
+    ec.add_argument("--out", help="write the lines there instead of to stdout")
     v = _sub(
         sub,
         "verify",
@@ -273,6 +313,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(cmd_inspect(args))
         if args.command == "verify":
             sys.exit(cmd_verify(args))
+        if args.command == "export-clusters":
+            sys.exit(cmd_export_clusters(args))
         if args.command == "classifier":
             sys.exit(cmd_classifier_train(args))
         if args.command == "report":
@@ -286,11 +328,15 @@ def main(argv: list[str] | None = None) -> None:
         ap.print_help()
         sys.exit(0 if not argv else 2)
     except DatapipeError as e:
-        print(error_lines(e), file=sys.stderr)
-        sys.exit(2)
+        failure = error_lines(e)
     except BrokenPipeError:  # `datapipe inspect ... | head`
         sys.stderr.close()
         sys.exit(0)
+    print(failure, file=sys.stderr)
+    # the error's traceback sat in a reference cycle with Arrow objects; left to the collector at shutdown (after
+    # Arrow's thread pool is gone) they aborted the process ("terminate called", status 134): collect them now
+    gc.collect()
+    sys.exit(2)
 
 
 if __name__ == "__main__":

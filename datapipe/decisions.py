@@ -3,7 +3,8 @@
 One row per document the stage removed: ``index`` (its position in the stage's input shard), ``id`` (its own id
 in the input), ``ref`` (where it was read, ``<input file>:<n>``), ``url``,
 ``reason`` (as counted in ``stage.json``), ``evidence`` (``words=37 < 50``), ``measure``, ``value`` and ``threshold``
-(numbers, when the rule measured one: what a browser filters ranges on) and ``chars`` (the text's length). Kept
+(numbers, when the rule measured one: what a browser filters ranges on), ``related`` (the document the decision
+refers to: a duplicate's kept copy, which names its cluster) and ``chars`` (the text's length). Kept
 documents carry their measured values in their own metadata (language and score, quality scores), so this file
 holds only what would otherwise be lost. Parquet, because it is columnar and small (a few dozen bytes a row,
 compressed) and DuckDB, pyarrow and pandas read a stage's files with one glob. Written atomically before the
@@ -37,6 +38,7 @@ def _schema():
             ("measure", pa.string()),
             ("value", pa.float64()),
             ("threshold", pa.float64()),
+            ("related", pa.string()),
             ("chars", pa.int64()),
         ]
     )

@@ -20,6 +20,7 @@ class Removal(str):
     op: str | None
     threshold: float | str | None
     note: str | None
+    related: str | None  # the document the decision refers to: a duplicate's kept copy (its id)
 
     def __new__(
         cls,
@@ -29,9 +30,11 @@ class Removal(str):
         op: str | None = None,
         threshold: float | str | None = None,
         note: str | None = None,
+        related: str | None = None,
     ) -> Removal:
         self = super().__new__(cls, reason)
         self.measure, self.value, self.op, self.threshold, self.note = measure, value, op, threshold, note
+        self.related = related
         return self
 
     @property
@@ -50,10 +53,15 @@ class Removal(str):
 
     def prefixed(self, prefix: str) -> Removal:
         """The same evidence under a stage's namespace (``filter/gopher_short_doc``)."""
-        return Removal(f"{prefix}/{self}", self.measure, self.value, self.op, self.threshold, self.note)
+        return Removal(
+            f"{prefix}/{self}", self.measure, self.value, self.op, self.threshold, self.note, self.related
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable to engine workers with its evidence
-        return (Removal, (str(self), self.measure, self.value, self.op, self.threshold, self.note))
+        return (
+            Removal,
+            (str(self), self.measure, self.value, self.op, self.threshold, self.note, self.related),
+        )
 
 
 def _num(value: float | str | None) -> str:
@@ -68,11 +76,12 @@ def prefixed(prefix: str, reason: str) -> str:
 
 
 def evidence_of(reason: str) -> dict[str, Any]:
-    """The evidence columns of a reason: ``evidence`` (the text), ``measure``, and ``value`` and ``threshold`` when
-    they are numbers (so that a browser can filter on ranges); empty for a plain string."""
-    out: dict[str, Any] = {"evidence": "", "measure": None, "value": None, "threshold": None}
+    """The evidence columns of a reason: ``evidence`` (the text), ``measure``, ``value`` and ``threshold`` when
+    they are numbers (so that a browser can filter on ranges), ``related`` (a kept copy's id); empty for a plain
+    string."""
+    out: dict[str, Any] = {"evidence": "", "measure": None, "value": None, "threshold": None, "related": None}
     if isinstance(reason, Removal):
-        out["evidence"], out["measure"] = reason.evidence, reason.measure
+        out["evidence"], out["measure"], out["related"] = reason.evidence, reason.measure, reason.related
         for key, v in (("value", reason.value), ("threshold", reason.threshold)):
             if isinstance(v, int | float) and not isinstance(v, bool):
                 out[key] = float(v)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 
 from datapipe.decisions import read_removed
+from tests.conftest import REPO
 
 
 def _stages(out):
@@ -109,6 +112,28 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
         "near-5": "dedup/minhash",
         "near-7": "dedup/minhash",
     }
+    # the clusters, exported and inspected by the documents' own ids
+    cli = [sys.executable, "-m", "datapipe.cli"]
+    exported = subprocess.run([*cli, "export-clusters", str(stage)], cwd=REPO, capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert {c["kept"]: sorted(r["id"] for r in c["removed"]) for c in lines} == {
+        "faq-1": ["copy-1"],
+        "faq-2": ["near-2"],
+        "faq-4": ["copy-4"],
+        "faq-5": ["near-5"],
+        "faq-7": ["near-7"],
+    }
+    shown = subprocess.run(
+        [*cli, "inspect", str(stage), "--cluster", "near-5"], cwd=REPO, capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("cluster of faq-5: 2 copies, 1 removed\n")
+    assert "removed  near-5" in shown.stdout and "dedup/minhash, jaccard 0.9" in shown.stdout
+    missing = subprocess.run(
+        [*cli, "inspect", str(stage), "--cluster", "faq-0"], cwd=REPO, capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "'faq-0' is in no duplicate cluster here" in missing.stderr
 
 
 def test_documents_keep_their_own_ids_through_every_stage(built_small):

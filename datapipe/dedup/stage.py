@@ -128,11 +128,13 @@ class DedupStage(TwoPhaseStage):
         document may be further from its kept copy than the threshold (``jaccard_with_kept_copy``)."""
         name = self._kept_name(kept)
         if reason != MINHASH or self._shingler is None:
-            return Removal(reason, "kept_copy", name, note="same text after normalization")
+            return Removal(reason, "kept_copy", name, note="same text after normalization", related=name)
         if self._store is None:
             self._store = ShingleStore(self.out_dir, earlier=earlier_shards(self.config.against))
         similar = jaccard(self._store.get((self._shard, index)), self._store.get(kept))
-        return Removal(reason, "jaccard_with_kept_copy", round(similar, 4), note=f"kept copy {name}")
+        return Removal(
+            reason, "jaccard_with_kept_copy", round(similar, 4), note=f"kept copy {name}", related=name
+        )
 
     def _kept_name(self, ref: tuple[int, int]) -> str:
         shard, doc = ref
