@@ -96,6 +96,13 @@ def test_keep_fraction_and_stage_scores(trained, kept_fifth):
     assert n_kept == n_in - round(0.8 * (n_in - 1))
     assert doc["quality"] == {"keep_fraction": 0.2, "cutoff": doc["quality"]["cutoff"], "documents": n_in}
     assert len(doc["quality"]["cutoff"]) == 2
+    # every removal names its score and the cut-off it fell under
+    from datapipe.decisions import read_removed
+
+    cut = doc["quality"]["cutoff"][0]
+    rows = read_removed(str(stage)).to_pylist()
+    assert len(rows) == n_in - n_kept and all(r["reason"] == "quality/below_cutoff" for r in rows)
+    assert all(r["value"] <= r["threshold"] == cut and r["evidence"].startswith("quality/fq=") for r in rows)
     # the stage's recorded scores are fastText's own
     direct = fasttext.load_model(trained[0].model_url)
     kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]

@@ -110,7 +110,16 @@ class QualityStage(TwoPhaseStage):
         score = doc["metadata"]["quality"][self.config.select_classifier]
         if (score, tiebreak(doc.get("ref", doc["id"]))) < self._cut:
             name = self.config.select_classifier
-            stats.remove(Removal("quality/below_cutoff", f"quality/{name}", score, "<", self._cut[0]))
+            tie = score == self._cut[0]  # at the cut-off score: the ref's hash decided
+            why = Removal(
+                "quality/below_cutoff",
+                f"quality/{name}",
+                score,
+                "=" if tie else "<",
+                self._cut[0],
+                note="a tie at the cut-off, broken by the ref's hash" if tie else None,
+            )
+            stats.remove(why)
             return False
         return True
 
