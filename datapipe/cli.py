@@ -60,7 +60,7 @@ def _decoder_for(cache: TokenCache, output: str | None = None) -> Callable[[list
     (``output``, or the build output two folders above the cache), else the tokenizer the ledger names; None when
     neither is there or has the ledger's hash."""
     tok = cache.tokenizer
-    root = output or cache.path.rstrip("/").rsplit("/", 2)[0]
+    root = output or fs.parent(fs.parent(cache.path))
     copy = fs.join(root, TOKENIZER_FILE)
     for path in ([copy] if fs.exists(copy) else []) + [tok.name]:
         try:
@@ -91,7 +91,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
         doc = read_manifest(path)
-        manifest_dir = (path.rsplit("/", 1)[0] if "/" in path else ".") if path.endswith(".json") else path
+        manifest_dir = fs.parent(path) if path.endswith(".json") else path
         print(f"mixture {doc['name']} (seed {doc['seed']}, tokenizer {doc['tokenizer']['name']})")
         print(f"{'component':<18} {'weight':>9} {'share':>7} {'rows':>8} {'tokens':>12}")
         for c in doc["components"]:
@@ -163,8 +163,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from datapipe.report.html import render_report
 
     target = args.html or fs.join(args.output, "report.html")
-    folder = target.rsplit("/", 1)[0] if "/" in target else "."
-    fs.check_writable(folder, "report")  # before the minutes of rendering, not after
+    fs.check_writable(fs.parent(target), "report")  # before the minutes of rendering, not after
     page = render_report(args.output, train_tokens=args.train_tokens)
     fs.write_text_atomic(target, page)
     _, chains = mixture_chains(args.output)

@@ -194,21 +194,21 @@ _WHAT = {
 }
 
 
-def _ids() -> dict[int, int]:
-    """:data:`_WHAT` by lexbor's tag id: the walk reads a node's id, not its name (a new string per node). Ids of
-    the standard tags are lexbor's constants; a custom tag's id is above them all, so it is inline, as it should."""
+def _ids() -> tuple[dict[int, int], dict[int, str]]:
+    """:data:`_WHAT` by lexbor's tag id, and the structural tags' names by id: the walk reads a node's id, not its
+    name (a new string per node, ~0.5 us, ~400 a page). Ids of the standard tags are lexbor's constants; a custom
+    tag's id is above them all, so it is inline, as it should."""
     doc = LexborHTMLParser("text<!-- comment -->")
-    out = {doc.create_node(tag).tag_id: what for tag, what in _WHAT.items()}
+    by_tag = {tag: doc.create_node(tag).tag_id for tag in _WHAT}
+    what = {by_tag[tag]: w for tag, w in _WHAT.items()}
     text = doc.body.child if doc.body is not None else None
     assert text is not None and text.next is not None
-    out[text.tag_id] = _TEXT
-    out[text.next.tag_id] = _SKIP
-    return out
+    what[text.tag_id] = _TEXT
+    what[text.next.tag_id] = _SKIP
+    return what, {by_tag[tag]: tag for tag in STRUCTURAL}
 
 
-_WHAT_BY_ID = _ids()
-# the names of the structural tags by id: reading a node's name makes a new string (0.5 us, ~400 a page)
-_STRUCTURAL_BY_ID = {tid: tag for tag in STRUCTURAL for tid in [LexborHTMLParser("").create_node(tag).tag_id]}
+_WHAT_BY_ID, _STRUCTURAL_BY_ID = _ids()
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
 _BLANKS = re.compile(r"\n{3,}")

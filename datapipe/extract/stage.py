@@ -131,24 +131,24 @@ class ExtractStage:
         stats = StageStats()
         docs: list[dict] = []
         pending: list[dict] = []
-        removed = RemovedLog()  # index: the record's place among the shard's documents
-        refs: list[int] = []
+        removed = RemovedLog()
+        places: list[int] = []  # of the pending pages among the shard's documents
 
         def flush_html() -> None:
-            for ref, rec, text in zip(refs, pending, self._extract_batch(pending), strict=True):
+            for place, rec, text in zip(places, pending, self._extract_batch(pending), strict=True):
                 if isinstance(text, Failed):
                     why = Removal(f"extract/{text.reason}", note=text.detail or None)
                     stats.remove(why)
-                    removed.add(ref, rec, why)
+                    removed.add(place, rec, why)
                 elif self._keep(rec, text, stats, extracted=True):
                     docs.append(rec)
                 else:
-                    removed.add(ref, rec, stats.last_reason or "")
+                    removed.add(place, rec, stats.last_reason or "")
             pending.clear()
-            refs.clear()
+            places.clear()
 
         tally = ReadTally()
-        ref = -1
+        place = -1  # the record's place among the shard's documents
         for rec in read_shard(
             shard,
             cfg.name,
@@ -159,10 +159,10 @@ class ExtractStage:
             max_record_bytes=cfg.extract.max_record_bytes,
             max_html_bytes=cfg.extract.max_bytes,
         ):
-            ref += 1
+            place += 1
             if "html" in rec:
                 pending.append(rec)
-                refs.append(ref)
+                places.append(place)
                 if len(pending) >= BATCH:
                     flush_html()
             else:
@@ -170,7 +170,7 @@ class ExtractStage:
                 if self._keep(rec, rec["text"], stats, extracted=False):
                     docs.append(rec)
                 else:
-                    removed.add(ref, rec, stats.last_reason or "")
+                    removed.add(place, rec, stats.last_reason or "")
         flush_html()
         account_read(tally, stats)
         for rec in docs:

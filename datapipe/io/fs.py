@@ -35,6 +35,12 @@ def join(base: str, *parts: str) -> str:
     return posixpath.join(base, *parts)
 
 
+def parent(url: str) -> str:
+    """The folder a path or URL is in (``.`` for a bare name)."""
+    url = url.rstrip("/")
+    return url.rsplit("/", 1)[0] if "/" in url else "."
+
+
 def resolve(path: str, base_dir: str) -> str:
     """An absolute path or URL stays; a relative one is taken from ``base_dir``."""
     if has_protocol(path):

@@ -103,10 +103,10 @@ def _inflated(f: IO[bytes], pos: int, kind: str) -> Iterator[bytes]:
             data = d.unconsumed_tail
 
 
-def _ends_cleanly(f: IO[bytes], pos: int, kind: str) -> bool:
-    """Whether the record at ``pos`` ends where its ``Content-Length`` says: the block is followed by the CRLF CRLF
-    that closes a record. False when the length is too small (the rest of the block follows it, and the reader
-    had to search for the next record). Used only when a pass over the file stopped after that record."""
+def _ends_cleanly(f: IO[bytes], pos: int, kind: str, length: int) -> bool:
+    """Whether the record at ``pos``, whose ``Content-Length`` is ``length``, ends there: its block is followed by
+    the CRLF CRLF that closes a record. False when the length is too small (the rest of the block follows it, and
+    the reader had to search for the next record). Used only when a pass over the file stopped after that record."""
     if kind == "lz4":
         return True
     got = b""
@@ -115,20 +115,10 @@ def _ends_cleanly(f: IO[bytes], pos: int, kind: str) -> bool:
         got += piece
         if b"\r\n\r\n" in got or len(got) > HTTP_HEAD:
             break
-    end = got.find(b"\r\n\r\n")
+    end = got.find(b"\r\n\r\n")  # the end of the WARC header block
     if end < 0:
         return True  # no header block to measure against: nothing to say
-    length = next(
-        (
-            line.split(b":", 1)[1].strip()
-            for line in got[:end].split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        ),
-        b"",
-    )
-    if not length.isdigit():
-        return True
-    closing = end + 4 + int(length)  # offset of the record's closing CRLF CRLF
+    closing = end + 4 + length  # offset of the record's closing CRLF CRLF
     buf, base = got, 0  # buf holds the bytes from offset base on
     while base + len(buf) < closing + 4:
         if base + len(buf) <= closing:  # all of it lies before the closing bytes: not kept
@@ -344,6 +334,7 @@ def read_warc(
             # the last document read is yielded once the next record reads: if the pass stops after it instead,
             # its Content-Length may have been too small (what follows is the rest of its block)
             held: dict | None = None
+            held_length = 0  # its record's Content-Length
             try:
                 for record in ArchiveIterator(f, parse_http=False):
                     if got == 0 and start > 0:
@@ -355,7 +346,7 @@ def read_warc(
                     got += 1
                     if held is not None:
                         yield held
-                    held = handle(record)
+                    held, held_length = handle(record), record.content_length
             except OSError as e:  # corrupt compressed data or an unreadable header
                 failed = True
                 if got or start == 0:
@@ -363,7 +354,11 @@ def read_warc(
             if failed and (got or start == 0):
                 pending = True
             start = _next_start(f, last + 1, kind)
-            if held is not None and (failed or start is not None) and not _ends_cleanly(f, last, kind):
+            if (
+                held is not None
+                and (failed or start is not None)
+                and not _ends_cleanly(f, last, kind, held_length)
+            ):
                 log.warning(
                     "%s: the record at offset %d is longer than its Content-Length says; removed",
                     shard.url,
