@@ -28,9 +28,20 @@ class Failed:
     detail: str = ""
 
 
-def _child(conn, fn: Callable[[Any], str]) -> None:
+READY = "ready"
+# A fresh child's imports and warm-up may take this long (a busy machine, a cold disk) before its first item: not
+# counted against any document's time limit. A restart after a timeout used to spend the next page's 1 s limit on
+# importing Trafilatura, and removed a good page as extract/timeout when the machine was busy.
+START_S = 120.0
+
+
+def _child(conn, fn: Callable[[Any], str], warmup: Any) -> None:
     # the parent decides when this process ends (it closes the pipe); an interrupt meant for the build is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if warmup is not None:  # what fn loads on its first call (a parser's lazy imports) is loaded before READY
+        with contextlib.suppress(Exception):
+            fn(warmup)
+    conn.send(READY)
     while True:
         try:
             batch = conn.recv()
@@ -49,9 +60,11 @@ def _child(conn, fn: Callable[[Any], str]) -> None:
 class Sandbox:
     """``run(items)`` returns ``fn(item)`` or a :class:`Failed` for each item, in order."""
 
-    def __init__(self, fn: Callable[[Any], str], timeout_s: float) -> None:
+    def __init__(self, fn: Callable[[Any], str], timeout_s: float, warmup: Any = None) -> None:
         self.fn = fn
         self.timeout_s = timeout_s
+        self.warmup = warmup  # an item fn is called on once in each new child, before its time limits apply
+        self._starting = False  # a child started whose READY has not been read
         self._proc: Child | None = None
         self._conn: Connection | None = None
         self.restarts = 0
@@ -64,8 +77,18 @@ class Sandbox:
 
     def _start(self) -> None:
         # a process group of its own: a Ctrl-C at the terminal reaches the build, never this child (datapipe.child)
-        self._proc = Child(_child, (self.fn,))
+        self._proc = Child(_child, (self.fn, self.warmup))
         self._conn = self._proc.conn
+        self._starting = True
+
+    def _ready(self) -> bool:
+        """Wait for a new child's READY (its imports and warm-up done); False if it died or hung first."""
+        assert self._conn is not None
+        self._starting = False
+        try:
+            return bool(self._conn.poll(START_S)) and self._conn.recv() == READY
+        except (EOFError, OSError):
+            return False
 
     def _kill(self) -> None:
         if self._proc is not None:
@@ -74,6 +97,7 @@ class Sandbox:
         if self._conn is not None:
             self._conn.close()
         self._proc = self._conn = None
+        self._starting = False
         self.restarts += 1
 
     def run(self, items: list[Any]) -> list[Any]:
@@ -85,6 +109,8 @@ class Sandbox:
                 self._start()
             assert self._conn is not None
             try:
+                if self._starting and not self._ready():
+                    raise OSError("the extraction process did not start")
                 self._conn.send(pending)
             except OSError:  # the process died while idle (the OOM killer, say), or could not start
                 self._kill()
