@@ -8,6 +8,7 @@
     datapipe train --mixture M --model P --steps N train the bundled JAX model (resumes automatically)
     datapipe report OUT [--html F]                 one HTML file: funnels, score and length plots, samples
     datapipe lineage RUN_OR_OUTPUT                 run -> manifest -> stages -> input files
+    datapipe browse OUT [--port N]                 a local web app: documents, decisions, clusters, runs
 
 Errors a user can fix print one line (``error: ...``) and exit 2.
 """
@@ -22,13 +23,13 @@ import sys
 from collections.abc import Callable
 
 from datapipe import __version__
-from datapipe.config.stages import TokenizerConfig
+from datapipe.browse import PORT as BROWSE_PORT
 from datapipe.errors import DatapipeError, error_lines
 from datapipe.io import fs
 from datapipe.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
-from datapipe.store.manifest import MANIFEST, TOKENIZER_FILE, open_component, read_manifest
-from datapipe.tokenize.tokenizer import load_tokenizer
+from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.tokenize.decode import decoder_for
 
 
 def _shorten(text: str, n: int) -> str:
@@ -55,23 +56,6 @@ def _print_cache(
         print(f"  row {i} ({len(ids)} tokens): {_shorten(shown, chars)}")
 
 
-def _decoder_for(cache: TokenCache, output: str | None = None) -> Callable[[list[int]], str] | None:
-    """The decoder of the tokenizer the cache was built with: the copy the build wrote beside its manifest
-    (``output``, or the build output two folders above the cache), else the tokenizer the ledger names; None when
-    neither is there or has the ledger's hash."""
-    tok = cache.tokenizer
-    root = output or fs.parent(fs.parent(cache.path))
-    copy = fs.join(root, TOKENIZER_FILE)
-    for path in ([copy] if fs.exists(copy) else []) + [tok.name]:
-        try:
-            loaded = load_tokenizer(TokenizerConfig(path=path, add_bos=tok.add_bos, add_eos=tok.add_eos))
-        except Exception:  # e.g. a tokenizer named by a path that is gone: try the next, or show ids
-            continue
-        if loaded.identity.sha256 == tok.sha256:
-            return loaded.decode
-    return None
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = args.path.rstrip("/")
     if args.cluster is not None:
@@ -87,7 +71,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     if fs.exists(fs.join(path, LEDGER)):
         cache = TokenCache.open(path)
-        _print_cache(cache, args.rows, args.chars, _decoder_for(cache))
+        _print_cache(cache, args.rows, args.chars, decoder_for(cache))
         return 0
     if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
         doc = read_manifest(path)
@@ -103,7 +87,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for c in doc["components"]:
             print()
             cache = open_component(path, doc, c["name"])
-            _print_cache(cache, args.rows, args.chars, _decoder_for(cache, output=manifest_dir))
+            _print_cache(cache, args.rows, args.chars, decoder_for(cache, output=manifest_dir))
         return 0
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
 
@@ -130,6 +114,16 @@ def cmd_export_clusters(args: argparse.Namespace) -> int:
     else:
         for line in lines:
             print(line)
+    return 0
+
+
+def cmd_browse(args: argparse.Namespace) -> int:
+    from datapipe.browse.app import create_app, default_index_dir, serve
+
+    output = args.output.rstrip("/")
+    index_dir = args.index_dir or default_index_dir(output)
+    fs.check_writable(index_dir, "browser index")
+    serve(create_app(output, index_dir, args.run), args.host, args.port)
     return 0
 
 
@@ -164,7 +158,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     target = args.html or fs.join(args.output, "report.html")
     fs.check_writable(fs.parent(target), "report")  # before the minutes of rendering, not after
-    page = render_report(args.output, train_tokens=args.train_tokens)
+    page = render_report(args.output, train_tokens=args.train_tokens, browse_url=args.browse_url)
     fs.write_text_atomic(target, page)
     _, chains = mixture_chains(args.output)
     print(format_source_table({name: [r.counts for r in chain] for name, chain in chains.items()}))
@@ -271,6 +265,28 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("output", help="a mixture output folder (with mixture.json)")
     r.add_argument("--html", help="where to write the report (default OUTPUT/report.html)")
     r.add_argument("--train-tokens", type=int, help="planned training length: planned tokens and epochs")
+    r.add_argument(
+        "--browse-url",
+        default=f"http://127.0.0.1:{BROWSE_PORT}",
+        help="where the report's links find datapipe browse (default: its default address)",
+    )
+    b = _sub(
+        sub,
+        "browse",
+        "a local web app over a build: funnels, documents by outcome and reason, decisions, clusters, runs",
+        "examples:\n  datapipe browse out/dclm_phase3\n  datapipe browse out/dclm_phase3 --port 0 --run runs/llama",
+    )
+    b.add_argument("output", help="a mixture output folder (with mixture.json)")
+    b.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    b.add_argument(
+        "--port", type=int, default=BROWSE_PORT, help=f"port (default {BROWSE_PORT}; 0 picks a free one)"
+    )
+    b.add_argument("--index-dir", help="where the browser's index goes (default OUTPUT/.browse)")
+    b.add_argument(
+        "--run", action="append", default=[], help="a training run folder outside OUTPUT/runs (repeatable)"
+    )
     lg = _sub(
         sub,
         "lineage",
@@ -314,6 +330,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(cmd_verify(args))
         if args.command == "export-clusters":
             sys.exit(cmd_export_clusters(args))
+        if args.command == "browse":
+            sys.exit(cmd_browse(args))
         if args.command == "classifier":
             sys.exit(cmd_classifier_train(args))
         if args.command == "report":

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from datapipe.evidence import evidence_of
+from datapipe.evidence import Removal, evidence_of
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 
 SUFFIX = ".removed.parquet"
 
 
-def _schema():
+def removed_schema() -> Any:
+    """The columns of a removal list (also the browser index's, which adds its own)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -47,13 +48,24 @@ def removed_url(out_dir: str, shard: Shard) -> str:
     return fs.join(out_dir, f"{shard.part}{SUFFIX}")
 
 
-class RemovedLog:
-    """The rows of one shard's removed documents, in input order."""
+KEPT_DIR = "removed"  # keep_removed: <stage>/removed/<reason>/part-NNNNN.jsonl.zst
 
-    def __init__(self) -> None:
+
+class RemovedLog:
+    """The rows of one shard's removed documents, in input order; with ``keep_documents`` (a source's
+    ``keep_removed: true``) also the documents themselves, per reason, as datatrove's exclusion writers keep them."""
+
+    def __init__(self, keep_documents: bool = False) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.keep_documents = keep_documents
+        self.documents: dict[str, list[dict[str, Any]]] = {}
 
     def add(self, index: int, doc: dict[str, Any], reason: str) -> None:
+        if self.keep_documents:
+            own: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
+            explained = reason.explained() if isinstance(reason, Removal) else str(reason)
+            kept = {**doc, "metadata": {**own, "removed": explained}}
+            self.documents.setdefault(str(reason), []).append(kept)
         meta = doc.get("metadata")
         self.rows.append(
             {
@@ -71,10 +83,21 @@ class RemovedLog:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist(self.rows, schema=_schema())
+        table = pa.Table.from_pylist(self.rows, schema=removed_schema())
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         fs.write_bytes_atomic(url, sink.getvalue().to_pybytes())
+
+    def write_documents(self, out_dir: str, shard: Shard) -> None:
+        """With ``keep_documents``: ``removed/<reason>/part-NNNNN.jsonl.zst`` per reason met in the shard, each
+        document as it was when removed, its ``metadata.removed`` saying why (``filter/gopher_short_doc: words=37 <
+        50``). Written before the shard's commit marker, like its part."""
+        from datapipe.io.jsonl import write_records_atomic
+
+        for reason, docs in sorted(self.documents.items()):
+            write_records_atomic(
+                fs.join(out_dir, KEPT_DIR, *reason.split("/"), f"{shard.part}.jsonl.zst"), docs
+            )
 
 
 def read_removed(out_dir: str) -> Any:
@@ -87,4 +110,4 @@ def read_removed(out_dir: str) -> Any:
     # ("terminate called without an active exception", pyarrow 25, apache/arrow#34314); 0 in 150 runs so. The
     # side files are small: threads buy nothing here.
     tables = [pq.read_table(pa.BufferReader(fs.read_bytes(u)), use_threads=False) for u in urls]
-    return pa.concat_tables(tables) if tables else _schema().empty_table()
+    return pa.concat_tables(tables) if tables else removed_schema().empty_table()

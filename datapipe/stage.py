@@ -20,12 +20,16 @@ from typing import Any, Protocol
 
 from datapipe import __version__
 from datapipe.decisions import RemovedLog, removed_url
+from datapipe.heartbeat import SUFFIX as PROGRESS_SUFFIX
+from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.stats import StageStats, merge_all
 
 SUCCESS = "_SUCCESS"
 STAGE_JSON = "stage.json"
+STATS_SUFFIX = ".stats.json"  # a shard's commit marker and statistics
+TIMING_SUFFIX = ".timing.json"  # when a shard began and how long it took (wall clock: never compared)
 
 
 class Stage(Protocol):
@@ -46,7 +50,7 @@ class Stage(Protocol):
         """Whether this shard's outputs are present (a commit marker without them means: redo the shard)."""
         ...
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         """Write this shard's outputs atomically under ``out_dir`` and return its statistics."""
         ...
 
@@ -56,16 +60,19 @@ class Stage(Protocol):
 
 
 def stats_path(out_dir: str, shard: Shard) -> str:
-    return fs.join(out_dir, f"{shard.part}.stats.json")
+    return fs.join(out_dir, f"{shard.part}{STATS_SUFFIX}")
 
 
 def run_shard(stage: Stage, shard: Shard) -> StageStats:
     """Process a shard unless an earlier run already committed it; either way return its statistics."""
     marker = stats_path(stage.out_dir, shard)
     if fs.exists(marker) and stage.has_output(shard):
+        Heartbeat(stage.out_dir, shard.part).end()  # one a first phase wrote (dedup's signing), if any
         return StageStats.from_dict(json.loads(fs.read_text(marker))["stats"])
-    t0 = time.perf_counter()
-    stats = stage.process_shard(shard)
+    t0, started = time.perf_counter(), time.time()
+    beat = Heartbeat(stage.out_dir, shard.part)
+    beat.tick(0)
+    stats = stage.process_shard(shard, beat)
     if not stats.balanced:
         raise AssertionError(
             f"{stage.source}/{stage.name} {shard.url}: accounting does not balance: "
@@ -74,9 +81,10 @@ def run_shard(stage: Stage, shard: Shard) -> StageStats:
     record = {"shard": shard.name, "index": shard.index, "stats": stats.to_dict()}
     fs.write_text_atomic(marker, json.dumps(record, sort_keys=True) + "\n")
     fs.write_text_atomic(
-        fs.join(stage.out_dir, f"{shard.part}.timing.json"),
-        json.dumps({"seconds": time.perf_counter() - t0}) + "\n",
+        fs.join(stage.out_dir, f"{shard.part}{TIMING_SUFFIX}"),
+        json.dumps({"seconds": time.perf_counter() - t0, "started": started}) + "\n",
     )
+    beat.end()
     release_freed_memory()
     return stats
 
@@ -135,13 +143,14 @@ def finish_stage(
 
 
 def remove_temporaries(out_dir: str) -> int:
-    """Delete the ``.tmp-*`` files a killed atomic write left in a stage folder (before the stage runs again)."""
+    """Delete the ``.tmp-*`` files a killed atomic write left in a stage folder, and a killed worker's progress
+    files (before the stage runs again)."""
     if not fs.is_local(out_dir) or not os.path.isdir(fs.local_path(out_dir)):
         return 0  # object stores write whole objects: nothing half-written to clean
     n = 0
     for root, _dirs, files in os.walk(fs.local_path(out_dir)):
         for name in files:
-            if name.startswith(".tmp-"):
+            if name.startswith(".tmp-") or name.endswith(PROGRESS_SUFFIX):
                 os.unlink(os.path.join(root, name))
                 n += 1
     return n
@@ -168,6 +177,9 @@ class DocumentStage:
     source: str
     input_dir: str
     out_dir: str
+    keep_removed = (
+        False  # a source's keep_removed: the removed documents are written too (set by the planner)
+    )
 
     def setup(self) -> None:
         pass
@@ -192,15 +204,17 @@ class DocumentStage:
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         raise NotImplementedError
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         from datapipe.io.jsonl import write_records_atomic
 
         self.setup()
         self.begin_shard(shard)
         stats = StageStats()
         kept = []
-        removed = RemovedLog()
+        removed = RemovedLog(self.keep_removed)
         for i, doc in enumerate(self.documents(shard)):
+            if beat is not None:
+                beat.tick(i)
             stats.docs_in += 1
             stats.last_reason = None
             if self.keep(i, doc, stats):
@@ -214,6 +228,7 @@ class DocumentStage:
                 removed.add(i, doc, stats.last_reason)
         write_records_atomic(self.part_url(shard), kept)
         removed.write(removed_url(self.out_dir, shard))
+        removed.write_documents(self.out_dir, shard)
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

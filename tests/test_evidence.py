@@ -175,3 +175,47 @@ def test_documents_keep_their_own_ids_through_every_stage(built_small):
                     assert d["id"] == (own[d["ref"]] or d["ref"]), (stage.name, d["ref"], d["id"])
                 checked += 1
     assert checked > 100
+
+
+def test_keep_removed_writes_the_removed_documents_per_reason(tmp_path):
+    """``keep_removed: true`` on a source: every document stage also writes the documents it removed, one folder
+    per reason, each document as it was with ``metadata.removed`` saying why; the same documents, in the same
+    order, as its removal list. It is another version of the stages (their config says so)."""
+    from datapipe.io.jsonl import read_records
+    from tests.conftest import CORPORA, run_build, write_mixture
+
+    mixture = write_mixture(
+        tmp_path,
+        f"name: keep\ndata_root: {CORPORA}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  web:\n    weight: 1\n"
+        "    format: warc\n    paths: [crawl/docs-*.warc.gz]\n    keep_removed: true\n"
+        "    langid: {languages: [en], min_score: 0.65}\n    filters: {preset: refinedweb}\n",
+    )
+    out = tmp_path / "out"
+    proc = run_build("--mixture", str(mixture), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    checked = set()
+    for stage in _stages(out):
+        assert json.loads((stage / "stage.json").read_text())["config"]["keep_removed"] is True
+        rows = read_removed(str(stage)).to_pylist()
+        for reason in {r["reason"] for r in rows}:
+            listed = [(r["id"], r["evidence"]) for r in rows if r["reason"] == reason]
+            folder = stage / "removed" / reason
+            docs = [d for part in sorted(folder.glob("part-*.jsonl.zst")) for d in read_records(str(part))]
+            assert [d["id"] for d in docs] == [i for i, _ in listed], (stage, reason)
+            for d, (_, evidence) in zip(docs, listed, strict=True):
+                assert d["metadata"]["removed"] == f"{reason}: {evidence}" if evidence else reason, d[
+                    "metadata"
+                ]
+                assert d["text"].strip(), d["id"]  # the document itself, not only its id
+            checked.add(reason.split("/")[0])
+    assert checked >= {"langid", "filter"}, checked
+    # the browser's index then has the text of the first stage's removals too (its input was raw WARC)
+    import duckdb
+
+    from datapipe.browse.index import build_index
+    from datapipe.report.collect import mixture_chains
+
+    _, chains = mixture_chains(str(out))
+    (first, *_) = build_index(chains, str(tmp_path / "index"))
+    texts = duckdb.sql(f"SELECT text FROM '{first.path}' WHERE outcome = 'removed'").fetchall()
+    assert first.stage == "extract" and texts and all(t and t.strip() for (t,) in texts)

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,31 +17,28 @@ from tests.conftest import REPO
 SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples")
 
 
-def _chromium() -> str | None:
-    """Debian's chromium, installed here when missing (CI runs as root); None if it cannot be."""
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    if shutil.which("apt-get") is None:
-        return None
+PACKAGES = ("chromium", "chromium-driver")  # Debian's browser and its driver: the same version, always
+
+
+def _chromium() -> tuple[str, str] | None:
+    """Debian's chromium and chromedriver, installed here when missing (CI runs as root); None if they cannot be."""
+
+    def found() -> tuple[str, str] | None:
+        browser = shutil.which("chromium") or shutil.which("chromium-browser")
+        driver = shutil.which("chromedriver")
+        return (browser, driver) if browser and driver else None
+
+    if found() or shutil.which("apt-get") is None:
+        return found()
+    install = ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES]
     try:
-        subprocess.run(
-            ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-            capture_output=True,
-            timeout=900,
-            check=False,
-        )
-        if not shutil.which("chromium"):
+        subprocess.run(install, capture_output=True, timeout=900, check=False)
+        if not found():
             subprocess.run(["apt-get", "update"], capture_output=True, timeout=300, check=False)
-            subprocess.run(
-                ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                capture_output=True,
-                timeout=900,
-                check=False,
-            )
+            subprocess.run(install, capture_output=True, timeout=900, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return shutil.which("chromium")
+    return found()
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +83,12 @@ def test_report_is_one_file_with_every_section_and_plot(report):
 
 
 def test_report_renders_in_headless_chromium(report, tmp_path):
-    browser = _chromium()
-    if browser is None:
+    installed = _chromium()
+    if installed is None:
         pytest.skip(
             "chromium is not installed and could not be installed with apt-get (needs root and Debian)"
         )
-    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    base = [installed[0], "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     shot = tmp_path / "report.png"
     subprocess.run(
         [*base, f"--screenshot={shot}", "--window-size=1200,4000", f"file://{report}"],
@@ -227,60 +225,352 @@ def test_lineage_from_a_training_run_to_the_input_files(built_small, tmp_path):
         assert re.search(rf"<- \S+/{re.escape(name)} \(", text), name
 
 
-def test_progress_lines_follow_committed_shards(tmp_path):
-    import io
+def _commit(out_dir, shard, docs_in: int, docs_kept: int | None = None, bytes_in: int = 0) -> None:
+    from datapipe.stage import stats_path
+
+    stats = {
+        "docs_in": docs_in,
+        "docs_kept": docs_in if docs_kept is None else docs_kept,
+        "bytes_in": bytes_in,
+    }
+    with open(stats_path(str(out_dir), shard), "w") as f:
+        json.dump({"stats": stats}, f)
+
+
+def test_a_first_stage_shows_the_share_of_input_bytes_read_within_a_shard(tmp_path):
+    """Progress from inside shards, not only when they commit: a first stage's share done is its input bytes read
+    (committed shards whole, a shard under way as far as its reader got) out of its files' sizes."""
     import time
 
     from datapipe.build.progress import StageProgress
+    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
-    from datapipe.stage import stats_path
 
-    shards = [Shard(i, f"file://{tmp_path}/in-{i}", f"in-{i}") for i in range(4)]
-    stream = io.StringIO()  # not a terminal: plain periodic lines
-    with StageProgress("web filter", str(tmp_path), shards, stream=stream, interval_s=0.05) as progress:
-        for shard in shards[:3]:
-            with open(stats_path(str(tmp_path), shard), "w") as f:
-                json.dump({"stats": {"docs_in": 10, "bytes_in": 2**20}}, f)
-            time.sleep(0.12)
-        assert progress.poll() == (3, 30, 3 * 2**20)
-    lines = stream.getvalue().splitlines()
-    assert lines and all(line.startswith("web filter ") for line in lines)
-    assert (
-        "3/4 shards  30 docs  3.0 MiB" in lines[-1] and "ETA" in lines[-1] and "\r" not in stream.getvalue()
-    )
+    shards = []
+    for i, size in enumerate((1000, 3000, 4000)):
+        (tmp_path / f"in-{i}").write_bytes(b"x" * size)
+        shards.append(Shard(i, str(tmp_path / f"in-{i}"), f"in-{i}"))
+    out = tmp_path / "extract"
+    out.mkdir()
+    progress = StageProgress("web extract", str(out), shards)
+    assert progress.poll().share == 0 and progress.poll().started is None
+    began = time.time() - 10
+    _commit(out, shards[0], 100, bytes_in=1000)
+    with open(progress_url(str(out), shards[1].part), "w") as f:
+        json.dump({"started": began, "docs": 50, "bytes": 1500, "at": began + 5}, f)
+    snap = progress.poll()
+    assert (snap.committed, snap.docs, snap.running, snap.started) == (1, 150, 1, began)
+    assert snap.share == (1000 + 1500) / 8000
+    line = progress.line(snap, now=began + 10)
+    assert line.startswith("web extract 1/3 shards  150 docs  15 docs/s") and " 31.2%" in line, line
+    assert "ETA 22s" in line and "(1 under way)" in line, line  # 10 s for 31.25%: 22 s more
 
 
-def test_wave_progress_reports_each_stage_as_its_success_appears(tmp_path):
-    """Two stages in one wave: progress lines for the one under way, and a report per stage in finishing order."""
+def test_a_later_stage_shows_the_share_of_documents_its_upstream_kept(tmp_path):
+    """A later stage knows its exact total once the stage before it committed the same shards: the documents it
+    kept for them."""
+    from datapipe.build.progress import StageProgress
+    from datapipe.heartbeat import progress_url
+    from datapipe.io.shards import Shard
+
+    shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
+    up, out = tmp_path / "extract", tmp_path / "filter"
+    up.mkdir()
+    out.mkdir()
+    progress = StageProgress("web filter", str(out), shards, upstream=str(up))
+    _commit(up, shards[0], 120, docs_kept=100)
+    assert progress.poll().share == 0  # the second shard's total is not known yet: the share of shards
+    _commit(up, shards[1], 400, docs_kept=300)
+    with open(progress_url(str(out), shards[0].part), "w") as f:
+        json.dump({"started": 1.0, "docs": 80, "bytes": None, "at": 2.0}, f)
+    assert progress.poll().share == 80 / 400
+    _commit(out, shards[0], 100)
+    (out / f"{shards[0].part}.progress.json").unlink()
+    assert progress.poll().share == 100 / 400 and progress.poll().docs == 100
+
+
+def test_a_worker_writes_its_progress_while_it_works_and_removes_it_at_commit(tmp_path, monkeypatch):
+    """run_shard: the heartbeat file exists while the shard is processed (documents so far), and is gone once the
+    shard's stats.json commits it; its timing record says when it began."""
+    import time
+
+    from datapipe.heartbeat import progress_url
+    from datapipe.io.shards import Shard
+    from datapipe.stage import run_shard
+    from datapipe.stats import StageStats
+
+    monkeypatch.setenv("DATAPIPE_HEARTBEAT_S", "0")  # every tick writes
+    seen: list[dict] = []
+
+    class Counting:
+        name, source, out_dir = "count", "web", str(tmp_path)
+
+        def has_output(self, shard):
+            return False
+
+        def process_shard(self, shard, beat=None):
+            stats = StageStats()
+            for i in range(3):
+                beat.tick(i)
+                seen.append(json.loads(Path(progress_url(self.out_dir, shard.part)).read_text()))
+                stats.docs_in += 1
+                stats.docs_kept += 1
+            return stats
+
+    before = time.time()
+    shard = Shard(0, str(tmp_path / "in"), "in")
+    run_shard(Counting(), shard)
+    assert [s["docs"] for s in seen] == [0, 1, 2] and all(s["started"] >= before for s in seen)
+    assert not (tmp_path / f"{shard.part}.progress.json").exists()
+    timing = json.loads((tmp_path / f"{shard.part}.timing.json").read_text())
+    assert before <= timing["started"] <= time.time()
+
+
+def test_wave_progress_reports_each_stage_with_its_own_time(tmp_path):
+    """Two stages in one wave: a plain line per stage under way (not a terminal), and a report per stage in
+    finishing order with the stage's own time (from its first shard's start, not the wave's). Waits on the
+    display's events, never on a sleep."""
     import io
     import time
 
     from datapipe.build.progress import WaveProgress
+    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
-    from datapipe.stage import stats_path
 
-    shards = [Shard(i, f"file://{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
+    shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
     dirs = [tmp_path / "filter", tmp_path / "dedup"]
     for d in dirs:
         d.mkdir()
     done: list[tuple[int, float]] = []
+    reported = __import__("threading").Event()
     stream = io.StringIO()
-    with WaveProgress(
-        [("web filter", str(dirs[0]), shards), ("web dedup", str(dirs[1]), shards)],
-        lambda i, s: done.append((i, s)),
+
+    def on_done(i: int, seconds: float) -> None:
+        done.append((i, seconds))
+        reported.set()
+
+    wave = WaveProgress(
+        [("web filter", str(dirs[0]), shards, None), ("web dedup", str(dirs[1]), shards, str(dirs[0]))],
+        on_done,
         stream=stream,
-        interval_s=0.05,
-        tick_s=0.02,
-    ):
-        for d in dirs:
+        interval_s=0.01,
+        tick_s=0.01,
+    )
+    with wave:
+        for k, d in enumerate(dirs):
+            began = time.time() - 100 * (k + 1)  # the stage's first shard began 100 (200) s ago
+            with open(progress_url(str(d), shards[0].part), "w") as f:
+                json.dump({"started": began, "docs": 3, "bytes": 0, "at": began}, f)
+            wave.shown.clear()
+            assert wave.shown.wait(60)
+            wave.shown.clear()
+            assert wave.shown.wait(60)  # a display that began after the file was there
             for shard in shards:
-                with open(stats_path(str(d), shard), "w") as f:
-                    json.dump({"stats": {"docs_in": 5, "bytes_in": 100}}, f)
-                time.sleep(0.1)
+                _commit(d, shard, 5)
+            (d / f"{shards[0].part}.progress.json").unlink()
+            reported.clear()
             (d / "_SUCCESS").write_text("")
-            time.sleep(0.1)
-        assert [i for i, _ in done] == [0, 1]  # seen while the wave ran, not only at its end
-    assert all(0.1 < s < 2.0 for _, s in done)
+            assert reported.wait(60)  # seen while the wave ran, not only at its end
+    assert [i for i, _ in done] == [0, 1]
+    assert 100 <= done[0][1] < 160 and 200 <= done[1][1] < 260, done
     lines = stream.getvalue().splitlines()
-    assert any(line.startswith("web filter 2/2 shards") for line in lines)
-    assert any(line.startswith("web dedup ") for line in lines)
+    assert any(line.startswith("web filter 0/2 shards  3 docs") for line in lines), lines
+    assert any(line.startswith("web dedup ") for line in lines) and "\r" not in stream.getvalue()
+
+
+@pytest.fixture(scope="module")
+def browse(demo, tmp_path_factory):
+    """``datapipe browse`` over the demo build on a free localhost port: (base URL, output, index folder).
+    Waits for the line that names the address (printed once the socket listens), not for a time."""
+    from datapipe.browse.launch import spawn, stop
+
+    out, _ = demo
+    index = tmp_path_factory.mktemp("browse-index")
+    proc, url = spawn(str(out), str(index), cwd=str(REPO), wait_s=600)
+    yield url, out, index
+    stop(proc)
+
+
+def _get(url: str) -> str:
+    from urllib.request import urlopen
+
+    with urlopen(url, timeout=60) as r:
+        return r.read().decode()
+
+
+def test_browse_index_holds_every_document_each_stage_saw(browse):
+    """The browser's index against the stage folders it was built from: per stage, its documents in (kept and
+    removed) are stage.json's counts; kept texts are the parts' texts; a removed document's text is the text it
+    entered the stage with (the previous stage's part), and its evidence is the removal list's."""
+    import duckdb
+
+    from datapipe.decisions import read_removed
+    from datapipe.io.jsonl import read_records
+    from datapipe.report.collect import mixture_chains
+
+    _, out, index = browse
+    _, chains = mixture_chains(str(out))
+    checked_removed_text = 0
+    for source, chain in chains.items():
+        previous: dict[str, str] = {}
+        for rec in chain:
+            if rec.stage == "tokenize":
+                continue
+            path = index / source / f"{rec.dirname}.parquet"
+            rows = duckdb.sql(f"SELECT * FROM '{path}'").fetchall()
+            names = [d[0] for d in duckdb.sql(f"SELECT * FROM '{path}' LIMIT 0").description]
+            rows = [dict(zip(names, r, strict=True)) for r in rows]
+            kept = {r["ref"]: r for r in rows if r["outcome"] == "kept"}
+            removed = {r["ref"]: r for r in rows if r["outcome"] == "removed"}
+            assert len(rows) == rec.counts["docs_in"] and len(kept) == rec.counts["docs_kept"], rec.url
+            parts = {
+                d["ref"]: d["text"]
+                for p in sorted(rec.doc.get("parts", []))
+                for d in read_records(f"{rec.url}/{p}")
+            }
+            assert {k: r["text"] for k, r in kept.items()} == parts, rec.url
+            listed = {r["ref"]: r for r in read_removed(rec.url).to_pylist()}
+            assert set(removed) == set(listed), rec.url
+            for ref, r in removed.items():
+                assert (r["reason"], r["evidence"], r["value"], r["related"]) == (
+                    listed[ref]["reason"],
+                    listed[ref]["evidence"],
+                    listed[ref]["value"],
+                    listed[ref]["related"],
+                )
+                if previous:
+                    assert r["text"] == previous[ref], (rec.url, ref)
+                    checked_removed_text += 1
+            previous = parts
+    assert checked_removed_text > 0
+
+
+def test_browse_filters_return_what_they_say(browse):
+    """Each filter of the documents view, over HTTP: every listed row satisfies it, and the count is the index's."""
+    url, out, _ = browse
+    home = _get(url)
+    assert "dedup/minhash" in home and "filter/" in home
+    page = _get(f"{url}docs?outcome=removed&reason=dedup/minhash")
+    reasons = re.findall(r'<td class="removed">([^<]+)</td>', page)
+    assert reasons and set(reasons) == {"dedup/minhash"}
+    count = int(re.search(r'<p id="summary">([\d,]+) documents', page).group(1).replace(",", ""))
+    assert count >= len(reasons)
+    page = _get(f"{url}docs?outcome=kept&chars_min=2000&chars_max=3000")
+    chars = [int(c.replace(",", "")) for c in re.findall(r'<td class="n chars">([\d,]+)</td>', page)]
+    assert chars and all(2000 <= c <= 3000 for c in chars)
+    word = "the"
+    page = _get(f"{url}docs?text={word}&outcome=kept")
+    refs = re.findall(r'href="/doc\?source=([^&]+)&(?:amp;)?ref=([^"]+)"', page)
+    assert refs
+    from urllib.parse import unquote
+
+    for source, ref in refs[:5]:
+        doc = _get(f"{url}doc?source={source}&ref={ref}")
+        text = re.search(r'<pre class="doc" id="text">(.*?)</pre>', doc, re.S).group(1)
+        assert word in text.lower(), unquote(ref)
+
+
+def test_browser_shows_a_removal_its_value_and_its_kept_duplicate(browse, tmp_path):
+    """The acceptance walk in a real headless Chromium driven by Selenium: from the funnels, filter to a removal
+    reason (MinHash dedup), open a removed document, see its measured Jaccard and its kept copy; screenshots
+    under the test's temporary folder."""
+    installed = _chromium()
+    if installed is None:
+        pytest.skip(
+            "chromium and chromedriver are not installed and could not be with apt-get (root, Debian)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from datapipe.decisions import read_removed
+    from datapipe.report.collect import mixture_chains
+
+    url, out, _ = browse
+    options = webdriver.ChromeOptions()
+    options.binary_location = installed[0]
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1300,1600"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=installed[1]), options=options)
+    try:
+        driver.get(url)
+        driver.save_screenshot(str(tmp_path / "1-funnels.png"))
+        driver.find_element(By.CSS_SELECTOR, "a.reason[data-reason='dedup/minhash']").click()
+        driver.save_screenshot(str(tmp_path / "2-removed-by-minhash.png"))
+        cells = driver.find_elements(By.CSS_SELECTOR, "#documents td.removed")
+        assert cells and {c.text for c in cells} == {"dedup/minhash"}
+        link = driver.find_element(By.CSS_SELECTOR, "#documents a.doc")
+        doc_id = link.text
+        link.click()
+        driver.save_screenshot(str(tmp_path / "3-document.png"))
+        evidence = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#decisions td.evidence") if e.text]
+        assert len(evidence) == 1 and evidence[0].startswith("jaccard_with_kept_copy="), evidence
+        kept_link = driver.find_element(By.ID, "kept-copy-link")
+        kept_id = kept_link.text
+        assert driver.find_element(By.ID, "kept-copy").text.strip()
+        # what the page says is what the dedup stage recorded
+        _, chains = mixture_chains(str(out))
+        rows = [
+            r
+            for chain in chains.values()
+            for rec in chain
+            if rec.stage == "dedup"
+            for r in read_removed(rec.url).to_pylist()
+            if r["id"] == doc_id and r["reason"] == "dedup/minhash"
+        ]
+        assert rows and rows[0]["related"] == kept_id
+        shown = driver.find_element(By.CSS_SELECTOR, "#decisions td.value:not(:empty)").text
+        assert abs(float(shown) - rows[0]["value"]) < 1e-9
+        kept_link.click()
+        driver.save_screenshot(str(tmp_path / "4-kept-copy.png"))
+        members = driver.find_element(By.ID, "cluster-members").text
+        assert driver.find_element(By.ID, "kept-copy-link").text == kept_id and doc_id in members, members
+    finally:
+        driver.quit()
+    shots = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert len(shots) == 4 and all((tmp_path / s).stat().st_size > 10_000 for s in shots), shots
+
+
+def test_report_has_contents_and_links_that_open_browser_views(browse, tmp_path):
+    """The static report heads with a table of contents, and its tables, plots and samples link to views of the
+    running browser: every such link answers with the view it names (a reason's removed documents, a sample's
+    own page)."""
+    from html import unescape
+    from urllib.parse import parse_qs, urlparse
+
+    url, out, _ = browse
+    target = tmp_path / "report.html"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "datapipe.cli",
+            "report",
+            str(out),
+            "--html",
+            str(target),
+            "--browse-url",
+            url,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    page = target.read_text()
+    toc = re.search(r'<nav id="toc">(.*?)</nav>', page, re.S).group(1)
+    assert all(f'href="#{s}"' in toc for s in SECTIONS)
+    base = re.escape(url.rstrip("/"))
+    links = sorted({unescape(h) for h in re.findall(rf'href="({base}[^"]*)"', page)})
+    reasons = [h for h in links if "/docs?" in h and "reason=" in h]
+    docs = [h for h in links if "/doc?" in h]
+    plots_linked = re.findall(
+        r'<a class="view" href="[^"]+" title="open in datapipe browse"><img class="plot"', page
+    )
+    assert reasons and docs and len(plots_linked) >= 5
+    for href in reasons[:12]:
+        reason = parse_qs(urlparse(href).query)["reason"][0]
+        shown = re.findall(r'<td class="removed">([^<]+)</td>', _get(href))
+        assert shown and set(shown) == {reason}, href
+    for href in docs[:6]:
+        assert '<table id="decisions">' in _get(href), href

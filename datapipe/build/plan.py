@@ -165,6 +165,8 @@ def plan_mixture(
             config = kind.hash_config(mixture, src, tokenizer_sha256)
             if config is None:
                 continue
+            if src.keep_removed and kind.name != "tokenize":  # more output: another version (only when asked)
+                config = {**config, "keep_removed": True}
             stages.append(_make(src.name, kind.name, config, inputs, mixture.output, shards))
             inputs = [stages[-1].hash]  # each stage's input is the one before it
         plans.append(SourcePlan(src, tuple(stages)))
@@ -177,6 +179,8 @@ def make_stage(mixture: MixtureConfig, plan: SourcePlan, stage: StagePlan) -> St
     upstream = plan.stages[i - 1].out_dir if i else ""
     kind = BY_NAME[stage.stage]
     made = kind.make(mixture, plan.source, upstream, stage.out_dir)
+    if plan.source.keep_removed and hasattr(made, "keep_removed"):
+        made.keep_removed = True
     if isinstance(made, TwoPhaseStage) != (
         kind.phase is not None
     ):  # an engine would skip a phase or run none

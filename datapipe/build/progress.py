@@ -1,10 +1,17 @@
-"""Progress of a running stage, read from what it has committed: works the same for every runner.
+"""Progress of running stages, read from what their workers write: works the same for every runner.
 
-Workers commit a shard by writing ``part-NNNNN.stats.json``; a thread in the launching process polls those markers
-and sums their counts. On a terminal it redraws one line (shards, documents, bytes, docs/s, ETA from the share of
-shards done); elsewhere (CI, Dataflow launchers, logs) it prints a plain line every ``interval_s`` seconds. The
-same numbers reach Beam's metrics counters from the workers (``pipelines/beam/stage.py``), so they also show in
-the Dataflow UI.
+A worker commits a shard by writing ``part-NNNNN.stats.json``, and while it works on one it rewrites
+``part-NNNNN.progress.json`` every second or so (``datapipe/heartbeat.py``: documents so far, input bytes read,
+when it began). A thread in the launching process reads both and shows, per running stage: shards committed,
+documents done, docs/s since the stage's first shard began, the share done and an ETA. The share is measured where
+the total is known before the work: the first stage's input bytes read out of its files' sizes; a later stage's
+documents out of what the stage before it kept for those shards (exact, once that stage committed them), else
+the share of shards.
+
+On a terminal: a live display with one line per running stage (``rich``), finished stages printed above it. Not on
+a terminal (CI, logs, Dataflow launchers): the same lines as plain text every ``interval_s`` seconds. The same
+counts reach Beam's metrics counters from the workers (``pipelines/beam/stage.py``), so they also show in the
+Dataflow UI.
 """
 
 from __future__ import annotations
@@ -15,133 +22,190 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO
 
+from datapipe.heartbeat import SUFFIX as PROGRESS_SUFFIX
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stage import is_done, stats_path
+from datapipe.stage import STATS_SUFFIX, TIMING_SUFFIX, is_done
 
 
-def _show(stream: TextIO, tty: bool, text: str) -> None:
-    """Redraw the one progress line on a terminal; elsewhere, print it as a line of its own."""
-    stream.write("\r\x1b[2K" + text if tty else text + "\n")
-    stream.flush()
+@dataclass(frozen=True)
+class Snapshot:
+    """A stage's progress at one poll."""
+
+    committed: int  # shards
+    shards: int
+    docs: int  # documents read, committed shards and those under way
+    bytes_in: int  # input bytes of committed shards (as their stats say)
+    share: float | None  # of the stage's work done, when measurable
+    started: float | None  # wall-clock time its first shard began
+    running: int  # shards under way
 
 
-class _Ticker:
-    """A daemon thread that runs ``self._run`` from ``_launch`` until ``_halt`` (both progress views use it)."""
-
-    _stop: threading.Event
-    _thread: threading.Thread | None
-
-    def _run(self) -> None:
-        raise NotImplementedError
-
-    def _launch(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
-        self._thread.start()
-
-    def _halt(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+def _read_json(url: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(fs.read_text(url))
+    except (ValueError, OSError):
+        return None  # being replaced right now, or just removed: next poll
+    return doc if isinstance(doc, dict) else None
 
 
-class StageProgress(_Ticker):
-    def __init__(
-        self,
-        label: str,
-        out_dir: str,
-        shards: list[Shard],
-        stream: TextIO | None = None,
-        interval_s: float | None = None,
-    ) -> None:
-        self.label, self.out_dir, self.shards = label, out_dir, shards
-        self.stream = stream or sys.stdout
-        self.tty = self.stream.isatty()
-        default = 0.5 if self.tty else float(os.environ.get("DATAPIPE_PROGRESS_S", "30"))
-        self.interval_s = interval_s if interval_s is not None else default
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._seen: dict[str, tuple[int, int]] = {}  # marker -> (docs_in, bytes_in)
-        self.t0 = time.monotonic()
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
-    def poll(self) -> tuple[int, int, int]:
-        """(shards committed, documents in, bytes in) so far."""
+
+class StageProgress:
+    """The progress of one stage, polled from its folder (and its upstream stage's, for the expected documents)."""
+
+    def __init__(self, label: str, out_dir: str, shards: list[Shard], upstream: str | None = None) -> None:
+        self.label, self.out_dir, self.shards, self.upstream = label, out_dir, shards, upstream
+        self._committed: dict[str, tuple[int, int]] = {}  # part -> (docs_in, bytes_in)
+        self._expected: dict[str, int] = {}  # part -> documents the upstream stage kept for it
+        self._sizes: dict[str, int] | None = None  # part -> input file size (first stage)
+        self._started: float | None = None
+
+    def _listing(self) -> set[str]:
+        return {u.rstrip("/").split("/")[-1] for u in fs.glob(fs.join(self.out_dir, "part-*.json"))}
+
+    def _size(self, part: str) -> int:
+        if self._sizes is None:
+            self._sizes = {}
+            for s in self.shards:
+                try:
+                    self._sizes[s.part] = fs.size(s.url)
+                except (OSError, FileNotFoundError):
+                    self._sizes[s.part] = 0
+        return self._sizes.get(part, 0)
+
+    def _expected_docs(self, part: str) -> int | None:
+        if self.upstream is None:
+            return None
+        if part not in self._expected:
+            doc = _read_json(fs.join(self.upstream, f"{part}{STATS_SUFFIX}"))
+            if doc is None or "stats" not in doc:
+                return None
+            self._expected[part] = int(doc["stats"].get("docs_kept", 0))
+        return self._expected[part]
+
+    def _began(self, when: float | None) -> None:
+        if when is not None and (self._started is None or when < self._started):
+            self._started = when
+
+    def poll(self) -> Snapshot:
+        names = self._listing()
+        under_way: dict[str, dict[str, Any]] = {}
         for shard in self.shards:
-            marker = stats_path(self.out_dir, shard)
-            if marker in self._seen or not fs.exists(marker):
-                continue
-            try:
-                stats = json.loads(fs.read_text(marker))["stats"]
-            except (ValueError, KeyError, OSError):
-                continue  # being replaced right now: next poll
-            self._seen[marker] = (int(stats["docs_in"]), int(stats.get("bytes_in", 0)))
-        docs = sum(d for d, _ in self._seen.values())
-        size = sum(b for _, b in self._seen.values())
-        return len(self._seen), docs, size
-
-    def line(self) -> str:
-        done, docs, size = self.poll()
-        elapsed = max(time.monotonic() - self.t0, 1e-6)
-        total = len(self.shards)
-        eta = f"ETA {elapsed / done * (total - done):.0f}s" if 0 < done < total else "ETA ?"
-        return (
-            f"{self.label} {done}/{total} shards  {docs:,} docs  {size / 2**20:,.1f} MiB  "
-            f"{docs / elapsed:,.0f} docs/s  {eta}"
+            part = shard.part
+            if part not in self._committed and f"{part}{STATS_SUFFIX}" in names:
+                doc = _read_json(fs.join(self.out_dir, f"{part}{STATS_SUFFIX}"))
+                if doc is not None and "stats" in doc:
+                    stats = doc["stats"]
+                    self._committed[part] = (int(stats["docs_in"]), int(stats.get("bytes_in", 0)))
+                    if f"{part}{TIMING_SUFFIX}" in names:
+                        timing = _read_json(fs.join(self.out_dir, f"{part}{TIMING_SUFFIX}")) or {}
+                        self._began(timing.get("started"))
+                    continue
+            if part not in self._committed and f"{part}{PROGRESS_SUFFIX}" in names:
+                beat = _read_json(fs.join(self.out_dir, f"{part}{PROGRESS_SUFFIX}"))
+                if beat is not None:
+                    under_way[part] = beat
+                    self._began(beat.get("started"))
+        docs = sum(d for d, _ in self._committed.values()) + sum(
+            int(b.get("docs", 0)) for b in under_way.values()
+        )
+        return Snapshot(
+            committed=len(self._committed),
+            shards=len(self.shards),
+            docs=docs,
+            bytes_in=sum(b for _, b in self._committed.values()),
+            share=self._share(under_way),
+            started=self._started,
+            running=len(under_way),
         )
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            _show(self.stream, self.tty, self.line())
+    def _share(self, under_way: dict[str, dict[str, Any]]) -> float | None:
+        total = len(self.shards)
+        if not total:
+            return None
+        if self.upstream is None:  # the first stage: input bytes read
+            sizes = sum(self._size(s.part) for s in self.shards)
+            if sizes <= 0:
+                return len(self._committed) / total
+            done = sum(self._size(p) for p in self._committed)
+            for part, beat in under_way.items():
+                read = beat.get("bytes")
+                if isinstance(read, int):
+                    done += min(read, self._size(part))
+            return min(1.0, done / sizes)
+        expected = [self._expected_docs(s.part) for s in self.shards]
+        if any(e is None for e in expected):
+            return len(self._committed) / total
+        want = sum(e for e in expected if e is not None)
+        if want <= 0:
+            return len(self._committed) / total
+        done = sum(d for d, _ in self._committed.values())
+        done += sum(min(int(b.get("docs", 0)), self._expected[p]) for p, b in under_way.items())
+        return min(1.0, done / want)
 
-    def __enter__(self) -> StageProgress:
-        self._launch()
-        return self
+    def line(self, snap: Snapshot | None = None, now: float | None = None) -> str:
+        snap = snap or self.poll()
+        now = time.time() if now is None else now
+        elapsed = now - snap.started if snap.started is not None else None
+        rate = f"{snap.docs / elapsed:,.0f} docs/s" if elapsed and elapsed > 0 else "- docs/s"
+        if snap.share is not None and elapsed and 0 < snap.share < 1:
+            eta = f"ETA {_duration(elapsed * (1 - snap.share) / snap.share)}"
+        else:
+            eta = "ETA ?" if snap.committed < snap.shards else "done"
+        share = f"{100 * snap.share:5.1f}%" if snap.share is not None else "    ?"
+        return (
+            f"{self.label} {snap.committed}/{snap.shards} shards  {snap.docs:,} docs  {rate}  {share}  {eta}"
+            + (f"  ({snap.running} under way)" if snap.running else "")
+        )
 
-    def __exit__(self, *exc) -> None:
-        self._halt()
-        if self.tty:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
+    def own_seconds(self, now: float | None = None) -> float | None:
+        """Seconds since the stage's first shard began: its own time, not the pipeline's or the stage before it."""
+        self.poll()
+        if self._started is None:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self._started)
 
 
-class WaveProgress(_Ticker):
-    """Several stages running in one pipeline (a wave): one progress line for those under way, and ``on_done``
-    called as each stage's ``_SUCCESS`` appears, in the order they finish, with the seconds since the previous one
-    finished (the first also carries the pipeline's start-up). Stages a wave finished but this thread did not see
-    in time are reported, in their listed order, when the wave ends.
+class WaveProgress:
+    """Several stages running in one pipeline (a wave): a line per stage under way, and ``on_done(i, seconds)``
+    called as each stage's ``_SUCCESS`` appears, in the order they finish, with the stage's own time (from its
+    first shard's start; since the previous stage finished when no start was seen). Stages a wave finished but this
+    thread did not see in time are reported, in their listed order, when the wave ends.
     """
 
     def __init__(
         self,
-        stages: list[tuple[str, str, list[Shard]]],
+        stages: list[tuple[str, str, list[Shard]]] | list[tuple[str, str, list[Shard], str | None]],
         on_done: Callable[[int, float], None],
         stream: TextIO | None = None,
         interval_s: float | None = None,
         tick_s: float = 0.2,
     ) -> None:
-        self.progress = [
-            StageProgress(label, out, shards, stream, interval_s) for label, out, shards in stages
-        ]
+        self.progress = [StageProgress(*s) for s in stages]
         self.on_done = on_done
-        self.stream = self.progress[0].stream if self.progress else (stream or sys.stdout)
+        self.stream = stream or sys.stdout
         self.tty = self.stream.isatty()
-        self.interval_s = self.progress[0].interval_s if self.progress else 1.0
+        default = 0.5 if self.tty else float(os.environ.get("DATAPIPE_PROGRESS_S", "30"))
+        self.interval_s = interval_s if interval_s is not None else default
         self.tick_s = tick_s
-        self._pending = list(range(len(stages)))
-        self._started: set[int] = set()
+        self._pending = list(range(len(self.progress)))
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last = time.monotonic()
-        self._drawn = False
-
-    def _clear(self) -> None:
-        if self.tty and self._drawn:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self._drawn = False
+        self._live: Any = None
+        self.shown = threading.Event()  # set after each display: tests wait on it, not on a sleep
 
     def check(self) -> None:
         """Report every stage that has finished since the last check."""
@@ -149,42 +213,58 @@ class WaveProgress(_Ticker):
             for i in [i for i in self._pending if is_done(self.progress[i].out_dir)]:
                 now = time.monotonic()
                 self._pending.remove(i)
-                self._clear()
-                self.on_done(i, now - self._last)
+                own = self.progress[i].own_seconds()
+                self.on_done(i, own if own is not None else now - self._last)
                 self._last = now
 
-    def _running(self) -> str:
-        parts = []
+    def lines(self) -> list[str]:
+        """A line per stage under way (a shard begun or committed, not finished)."""
+        out = []
         for i in self._pending:
-            p = self.progress[i]
-            if i not in self._started and p.poll()[0]:  # a shard committed: under way since the last finish
-                self._started.add(i)
-                p.t0 = self._last
-            if i in self._started:
-                parts.append(p.line())
-        return "  |  ".join(parts)
+            snap = self.progress[i].poll()
+            if snap.started is not None or snap.committed or snap.running:
+                out.append(self.progress[i].line(snap))
+        return out
+
+    def _show(self) -> None:
+        lines = self.lines()
+        with self._lock:
+            if self._live is not None:
+                from rich.text import Text
+
+                self._live.update(Text("\n".join(lines)), refresh=True)
+            else:
+                for line in lines:
+                    self.stream.write(line + "\n")
+                self.stream.flush()
+        self.shown.set()
 
     def _run(self) -> None:
         next_line = time.monotonic() + self.interval_s
         while not self._stop.wait(self.tick_s):
             self.check()
-            if time.monotonic() < next_line:
-                continue
-            next_line = time.monotonic() + self.interval_s
-            text = self._running()
-            if not text:
-                continue
-            with self._lock:
-                _show(self.stream, self.tty, text)
-                self._drawn = self.tty
+            if time.monotonic() >= next_line:
+                next_line = time.monotonic() + self.interval_s
+                self._show()
 
     def __enter__(self) -> WaveProgress:
         self._last = time.monotonic()
-        self._launch()
+        if self.tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            # what the build prints meanwhile (a stage's "ran in" line) goes above the live lines
+            self._live = Live(console=Console(file=self.stream), auto_refresh=False, transient=True)
+            self._live.start()
+        self._thread = threading.Thread(target=self._run, name="datapipe-progress", daemon=True)
+        self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._halt()
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
         self.check()
-        with self._lock:
-            self._clear()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

@@ -34,6 +34,7 @@ from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
+from datapipe.io.shards import Shard
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
 from datapipe.stage import read_stage_json, stats_path
@@ -259,6 +260,17 @@ def write_mixture_manifest(
 def label(sp: SourcePlan, st: StagePlan) -> str:
     """A stage's name in the build's lines: source and stage folder, aligned."""
     return f"  {sp.source.name:<18} {st.dirname:<18}"
+
+
+def watched(todo: Sequence[tuple[SourcePlan, StagePlan]]) -> list[tuple[str, str, list[Shard], str | None]]:
+    """What the progress display follows for these stages (``WaveProgress``): label, folder, shards and the
+    folder of the stage before it (whose kept documents are its input; None for a source's first stage)."""
+    out = []
+    for sp, st in todo:
+        names = [s.out_dir for s in sp.stages]
+        at = names.index(st.out_dir)
+        out.append((label(sp, st).strip(), st.out_dir, list(st.shards), names[at - 1] if at else None))
+    return out
 
 
 def _fmt_removed(removed: dict[str, int]) -> str:

@@ -58,6 +58,7 @@ class SourceConfig:
     pii: PIIConfig | None = None
     description: str = ""
     real_location: str = ""
+    keep_removed: bool = False  # every document stage also writes the documents it removed, per reason
 
     def reader_config(self) -> dict[str, Any]:
         """What the extract stage's output depends on (part of its version hash)."""
@@ -279,6 +280,7 @@ def load_mixture(
                 pii=_pii(s.get("pii")),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
+                keep_removed=bool(s.get("keep_removed", False)),
             )
         )
     names = {s.name for s in sources}

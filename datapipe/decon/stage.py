@@ -21,6 +21,7 @@ from datapipe.decon.evalsets import read_items
 from datapipe.decon.index import EvalIndex, Match
 from datapipe.decon.ngrams import text_words
 from datapipe.evidence import Removal
+from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.stage import DocumentStage
@@ -127,8 +128,8 @@ class DeconStage(DocumentStage):
     def hits_url(self, shard: Shard) -> str:
         return fs.join(self.out_dir, f"{shard.part}.hits.json")
 
-    def process_shard(self, shard: Shard) -> StageStats:
-        stats = super().process_shard(shard)
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
+        stats = super().process_shard(shard, beat)
         assert self._index is not None
         doc = {"index": self._index.stats, "items_hit": dict(sorted(self._hits.items()))}
         fs.write_text_atomic(self.hits_url(shard), json.dumps(doc, sort_keys=True) + "\n")

@@ -27,6 +27,7 @@ from datapipe.dedup.store import (
     write_shingles,
 )
 from datapipe.evidence import Removal
+from datapipe.heartbeat import Heartbeat
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.stage import TwoPhaseStage
@@ -92,6 +93,9 @@ class DedupStage(TwoPhaseStage):
         stage's ``index/`` for later builds (``dedup.against``); and its document count."""
         from datapipe.dedup.spill import key_records
 
+        # the progress display sees the stage begin here, not when the shard is applied after the global phase;
+        # run_shard's heartbeat for the same shard replaces the file and removes it at the commit
+        Heartbeat(self.out_dir, shard.part).tick(0)
         exact, bands, n = self._sign(shard)
         keys, banded = key_records(exact, bands, shard.index)
         write_index(self.out_dir, shard.index, keys, banded)
@@ -150,9 +154,9 @@ class DedupStage(TwoPhaseStage):
         ids = self._kept_ids[shard]
         return ids[doc] if ids is not None and doc < len(ids) else f"shard {shard} document {doc}"
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         try:
-            return super().process_shard(shard)
+            return super().process_shard(shard, beat)
         finally:  # the shingle files the evidence read stay open no longer than the shard
             if self._store is not None:
                 self._store.close()

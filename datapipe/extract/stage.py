@@ -18,6 +18,7 @@ from datapipe.evidence import Removal
 from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
+from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
@@ -43,11 +44,19 @@ def account_read(tally: ReadTally, stats: StageStats) -> None:
         stats.counters[kind] += n
 
 
+# a small page every extraction method parses once in a new sandbox child before its time limit applies
+WARMUP_PAGE = (
+    b"<html><head><title>t</title></head><body><article><p>A first page.</p></article></body></html>",
+    "utf-8",
+)
+
+
 @dataclass
 class ExtractStage:
     source_config: SourceConfig
     out_dir: str
     name: str = "extract"
+    keep_removed = False  # not a field: the planner sets it for a source's keep_removed
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _lid: LanguageIdentifier | None = field(default=None, repr=False)
 
@@ -65,7 +74,7 @@ class ExtractStage:
     def setup(self) -> None:
         cfg = self.source_config
         if cfg.format == "warc" and cfg.extract.timeout_s > 0 and self._sandbox is None:
-            self._sandbox = Sandbox(self.extractor, cfg.extract.timeout_s)
+            self._sandbox = Sandbox(self.extractor, cfg.extract.timeout_s, warmup=WARMUP_PAGE)
             self._sandbox.start()  # the child imports while the model below loads and the first batch is read
         if cfg.langid is not None and self._lid is None:
             self._lid = LanguageIdentifier(cfg.langid.model)
@@ -125,13 +134,13 @@ class ExtractStage:
                 return False
         return True
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         self.setup()
         cfg = self.source_config
         stats = StageStats()
         docs: list[dict] = []
         pending: list[dict] = []
-        removed = RemovedLog()
+        removed = RemovedLog(self.keep_removed)
         places: list[int] = []  # of the pending pages among the shard's documents
 
         def flush_html() -> None:
@@ -160,6 +169,9 @@ class ExtractStage:
             max_html_bytes=cfg.extract.max_bytes,
         ):
             place += 1
+            if beat is not None:
+                beat.position = tally.bytes_read
+                beat.tick(place)
             if "html" in rec:
                 pending.append(rec)
                 places.append(place)
@@ -180,6 +192,7 @@ class ExtractStage:
         stats.docs_kept = len(docs)
         write_records_atomic(self.part_url(shard), docs)
         removed.write(removed_url(self.out_dir, shard))
+        removed.write_documents(self.out_dir, shard)
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import codecs
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import fsspec
@@ -156,16 +156,21 @@ def _as_utf8(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield from chunks
 
 
-def iter_lines(url: str, max_line: int | None = None) -> Iterator[tuple[int, bytes | None]]:
+def iter_lines(
+    url: str, max_line: int | None = None, opened: Callable[[Any], None] | None = None
+) -> Iterator[tuple[int, bytes | None]]:
     """Yield ``(line_number, raw_line)`` (1-based, without the newline); blank lines are skipped. A line longer
     than ``max_line`` bytes is yielded as ``(line_number, None)`` and never held whole: once it passes the cap,
     its bytes are dropped as they are decoded, up to its newline.
 
     Raises :class:`DamagedStream` (after the last good line) when a compressed file is truncated or corrupt.
+    ``opened`` is called with the file once open (a reader that reports how far it has read keeps it).
     """
     compression = compression_of(url)
     cap = max_line if max_line is not None else 1 << 62
     with fsspec.open(url, "rb") as f:
+        if opened is not None:
+            opened(f)
         n = 0
         pending: list[bytes] = []  # the start of a line that continues in the next chunk
         held = 0  # bytes in pending

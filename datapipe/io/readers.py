@@ -73,7 +73,9 @@ def read_jsonl(
 def _jsonl_records(
     shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None
 ) -> Iterator[dict]:
-    for line_no, line in iter_lines(shard.url, max_bytes):
+    for line_no, line in iter_lines(
+        shard.url, max_bytes, opened=lambda f: setattr(tally, "position", f.tell)
+    ):
         tally.records += 1
         if line is None:
             log.warning("%s: line %d: longer than %d bytes; removed unread", shard.url, line_no, max_bytes)
@@ -144,6 +146,7 @@ def read_parquet(
 ) -> Iterator[dict]:
     cap = max_bytes if max_bytes is not None else 1 << 62
     with fsspec.open(shard.url, "rb") as f:
+        tally.position = f.tell
         pf = open_parquet(shard.url, f, text_field)
         row = 0
         for rg in range(pf.num_row_groups):

@@ -11,6 +11,7 @@ non-record a skip. So ``io`` imports no stage statistics and decides no removal.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -21,6 +22,14 @@ class ReadTally:
     unusable: Counter[str] = field(default_factory=Counter)
     not_records: Counter[str] = field(default_factory=Counter)
     notes: Counter[str] = field(default_factory=Counter)
+    # the input file's read position (compressed bytes consumed), set by the reader that opened it: what the
+    # progress display measures a first stage's share done by
+    position: Callable[[], int] | None = field(default=None, compare=False, repr=False)
+
+    def bytes_read(self) -> int:
+        if self.position is None:
+            raise ValueError("no input file open")
+        return self.position()
 
     def unusable_record(self, kind: str, n: int = 1) -> None:
         self.unusable[kind] += n

@@ -325,6 +325,7 @@ def read_warc(
         }
 
     with fsspec.open(shard.url, "rb") as f:
+        tally.position = f.tell
         kind = _kind(f.read(4))
         start: int | None = 0
         pending = False  # a pass ended in an error and no later record has been read yet

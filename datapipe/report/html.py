@@ -3,17 +3,24 @@
 Sections: the mixture (planned vs. available tokens), the removal funnel per source, score distributions with
 their cut-offs, length distributions, duplicate component sizes, evaluation items found in the data and PII
 replaced, and a sample of kept and removed documents per reason (text shortened and escaped). Nothing to serve: open the file.
+
+A table of contents heads it, and its tables, plots and samples link to the matching views of ``datapipe browse``
+(the documents a reason removed, a stage's kept documents, a sample's own page) at ``browse_url``: the address
+``datapipe browse OUT`` listens on by default, so the links work while it runs.
 """
 
 from __future__ import annotations
 
 import html
 from typing import Any
+from urllib.parse import urlencode
 
 from datapipe import __version__
+from datapipe.browse import PORT
 from datapipe.report import plots
 from datapipe.report.collect import StageRecord, mixture_chains, token_plan
 
+BROWSE_URL = f"http://127.0.0.1:{PORT}"
 SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples")
 TOP_ITEMS = 50  # evaluation items listed per decon stage (stage.json keeps up to 1,000)
 _STYLE = """
@@ -34,8 +41,23 @@ window.addEventListener('load', () => {
 """
 
 
-def _img(b64: str, alt: str) -> str:
-    return f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+def _img(b64: str, alt: str, href: str | None = None) -> str:
+    img = f'<img class="plot" alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+    return (
+        f'<a class="view" href="{html.escape(href)}" title="open in datapipe browse">{img}</a>'
+        if href
+        else img
+    )
+
+
+def _view(base: str, path: str, **params: Any) -> str:
+    """A browser view's URL (``/docs`` filtered by ``params``, ``/doc`` of a document, ...)."""
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    return f"{base.rstrip('/')}{path}" + (f"?{query}" if query else "")
+
+
+def _link(href: str, text: str) -> str:
+    return f'<a class="view" href="{html.escape(href)}">{html.escape(text)}</a>'
 
 
 def _cutoff(record: StageRecord, classifier: str) -> float | None:
@@ -69,27 +91,33 @@ def _mixture(manifest: dict[str, Any], train_tokens: int | None) -> str:
     )
 
 
-def _funnel(chains: dict[str, list[StageRecord]]) -> str:
+def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
     out = []
     for source, chain in chains.items():
-        rows = "".join(
-            f"<tr><td>{r.stage}</td><td class=n>{r.counts['docs_in']:,}</td><td class=n>{r.counts['docs_kept']:,}</td>"
-            f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['removed'].items())) or '-')}</td>"
-            f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['skipped'].items())) or '-')}</td></tr>"
-            for r in chain
-        )
+        rows = []
+        for step, r in enumerate(chain):
+            removed = ", ".join(
+                _link(_view(base, "/docs", source=source, step=step, outcome="removed", reason=k), k)
+                + f" {v}"
+                for k, v in sorted(r.counts["removed"].items())
+            )
+            rows.append(
+                f"<tr><td>{r.stage}</td><td class=n>{r.counts['docs_in']:,}</td><td class=n>{r.counts['docs_kept']:,}</td>"
+                f"<td>{removed or '-'}</td>"
+                f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['skipped'].items())) or '-')}</td></tr>"
+            )
         out.append(
             f"<h3>{html.escape(source)}</h3><table><tr><th>stage</th><th>in</th><th>kept</th><th>removed by reason</th>"
-            f"<th>skipped (not documents)</th></tr>{rows}</table>"
-            + _img(plots.funnel(source, chain), f"{source} funnel")
+            f"<th>skipped (not documents)</th></tr>{''.join(rows)}</table>"
+            + _img(plots.funnel(source, chain), f"{source} funnel", _view(base, "/") + f"#source-{source}")
         )
     return "".join(out)
 
 
-def _scores(chains: dict[str, list[StageRecord]]) -> str:
+def _scores(chains: dict[str, list[StageRecord]], base: str) -> str:
     out = []
     for source, chain in chains.items():
-        for r in chain:
+        for step, r in enumerate(chain):
             for name, hist in sorted(r.counts.get("hists", {}).items()):
                 if hist["kind"] != "unit":
                     continue
@@ -98,19 +126,22 @@ def _scores(chains: dict[str, list[StageRecord]]) -> str:
                 if name == "langid/score":
                     cut = (r.doc.get("config", {}).get("langid") or {}).get("min_score")
                 title = f"{source} / {r.stage}: {name}" + (f" (cut-off {cut:.4g})" if cut is not None else "")
-                out.append(_img(plots.histogram(title, hist, "score", cut), title))
+                view = _view(base, "/docs", source=source, step=step)
+                out.append(_img(plots.histogram(title, hist, "score", cut), title, view))
     return "".join(out) or "<p>No scores in this build (no language ID or quality stage).</p>"
 
 
-def _lengths(chains: dict[str, list[StageRecord]]) -> str:
+def _lengths(chains: dict[str, list[StageRecord]], base: str) -> str:
     """Per source: characters of the documents that reach tokenization, and their tokens."""
     out = []
     for source, chain in chains.items():
-        text_stage = chain[-2] if len(chain) > 1 else chain[-1]
+        step = len(chain) - 2 if len(chain) > 1 else len(chain) - 1
+        text_stage = chain[step]
         hist = text_stage.counts.get("hists", {}).get("kept_chars")
         if hist:
             title = f"{source}: characters per kept document (after {text_stage.stage})"
-            out.append(_img(plots.histogram(title, hist, "characters"), title))
+            view = _view(base, "/docs", source=source, step=step, outcome="kept")
+            out.append(_img(plots.histogram(title, hist, "characters"), title, view))
         hist = chain[-1].counts.get("hists", {}).get("tokens_per_doc")
         if hist:
             title = f"{source}: tokens per document"
@@ -118,15 +149,16 @@ def _lengths(chains: dict[str, list[StageRecord]]) -> str:
     return "".join(out) or "<p>No length statistics (a build older than this datapipe version).</p>"
 
 
-def _duplicates(chains: dict[str, list[StageRecord]]) -> str:
+def _duplicates(chains: dict[str, list[StageRecord]], base: str) -> str:
     out = []
     for source, chain in chains.items():
-        for r in chain:
+        for step, r in enumerate(chain):
             dedup = r.doc.get("dedup") or {}
             hist = dedup.get("component_size_histogram")
             if hist:
                 title = f"{source} / {r.dirname}: duplicate component sizes ({dedup.get('components', 0)} components)"
-                out.append(_img(plots.counts_bar(title, hist, "component size"), title))
+                view = _view(base, "/docs", source=source, step=step, outcome="removed")
+                out.append(_img(plots.counts_bar(title, hist, "component size"), title, view))
     return "".join(out) or "<p>No deduplication in this build.</p>"
 
 
@@ -162,7 +194,7 @@ def _contamination(chains: dict[str, list[StageRecord]]) -> str:
     return "".join(out) or "<p>No decontamination or PII scrubbing in this build.</p>"
 
 
-def _samples(chains: dict[str, list[StageRecord]], chars: int) -> str:
+def _samples(chains: dict[str, list[StageRecord]], chars: int, base: str) -> str:
     out = []
     for source, chain in chains.items():
         for r in chain:
@@ -170,7 +202,8 @@ def _samples(chains: dict[str, list[StageRecord]], chars: int) -> str:
                 if outcome == "kept" and r is not chain[-1]:
                     continue  # kept documents: once per source, at its last stage
                 items = "".join(
-                    f"<p><b>{html.escape(d['id'])}</b> {html.escape(d.get('url', ''))} ({d['chars']:,} chars)</p>"
+                    f"<p><b>{_link(_view(base, '/doc', source=source, ref=d['ref']), d['id']) if d.get('ref') else html.escape(d['id'])}</b>"
+                    f" {html.escape(d.get('url', ''))} ({d['chars']:,} chars)</p>"
                     f"<pre class=doc>{html.escape(d['text'][:chars])}</pre>"
                     for d in docs
                 )
@@ -178,17 +211,19 @@ def _samples(chains: dict[str, list[StageRecord]], chars: int) -> str:
     return "".join(out)
 
 
-def render_report(output: str, train_tokens: int | None = None, sample_chars: int = 400) -> str:
+def render_report(
+    output: str, train_tokens: int | None = None, sample_chars: int = 400, browse_url: str = BROWSE_URL
+) -> str:
     manifest, chains = mixture_chains(output)
     train_tokens = train_tokens or manifest.get("train_tokens")
     body = {
         "mixture": _mixture(manifest, train_tokens),
-        "funnel": _funnel(chains),
-        "scores": _scores(chains),
-        "lengths": _lengths(chains),
-        "duplicates": _duplicates(chains),
+        "funnel": _funnel(chains, browse_url),
+        "scores": _scores(chains, browse_url),
+        "lengths": _lengths(chains, browse_url),
+        "duplicates": _duplicates(chains, browse_url),
         "contamination": _contamination(chains),
-        "samples": _samples(chains, sample_chars),
+        "samples": _samples(chains, sample_chars, browse_url),
     }
     titles = {
         "mixture": "Mixture: planned vs. available tokens",
@@ -200,11 +235,18 @@ def render_report(output: str, train_tokens: int | None = None, sample_chars: in
         "samples": "Sample documents: kept, and removed by reason",
     }
     parts = [f'<section id="{k}"><h2>{titles[k]}</h2>{body[k]}</section>' for k in SECTIONS]
+    toc = (
+        '<nav id="toc"><h2>Contents</h2><ol>'
+        + "".join(f'<li><a href="#{k}">{titles[k]}</a></li>' for k in SECTIONS)
+        + f"</ol><p>Tables, plots and samples open the matching view of {_link(_view(browse_url, '/'), 'datapipe browse')}"
+        f" (run <code>datapipe browse {html.escape(output)}</code>).</p></nav>"
+    )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>datapipe report: {html.escape(manifest['name'])}"
         f"</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>"
         f"<h1>datapipe report: {html.escape(manifest['name'])}</h1>"
         f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(chains)} components</p>"
+        + toc
         + "".join(parts)
         + "</body></html>"
     )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from datapipe.config.stages import TokenizerConfig
+from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
@@ -53,7 +54,7 @@ class TokenizeStage:
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(fs.join(self.shard_cache(shard), "ends.npy"))
 
-    def process_shard(self, shard: Shard) -> StageStats:
+    def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         stats = StageStats()
         rows: list[np.ndarray] = []
         batch: list[str] = []
@@ -66,6 +67,8 @@ class TokenizeStage:
             batch.clear()
 
         for doc in read_records(fs.join(self.input_dir, f"{shard.part}.jsonl.zst")):
+            if beat is not None:
+                beat.tick(stats.docs_in)
             stats.docs_in += 1
             stats.docs_kept += 1
             batch.append(doc["text"])

@@ -12,7 +12,7 @@ import difflib
 
 from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
 from datapipe.build.progress import WaveProgress
-from datapipe.build.run import StageReport, label
+from datapipe.build.run import StageReport, label, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
@@ -128,18 +128,17 @@ class BeamEngine:
         finished, its global phase included)."""
         from pipelines.beam.stage import run_chains
 
-        watched: list[tuple[SourcePlan, StagePlan]] = []
+        stages: list[tuple[SourcePlan, StagePlan]] = []
         for sp, chain in chains:
             for stage, st, _ in chain:
                 remove_temporaries(st.out_dir)  # left by a run killed mid-write
                 if isinstance(stage, TwoPhaseStage):
                     stage.reset_global()
-                watched.append((sp, st))
+                stages.append((sp, st))
 
         def done(i: int, seconds: float) -> None:
-            sp, st = watched[i]
+            sp, st = stages[i]
             report_stage(sp, st, seconds)
 
-        labels = [(label(sp, st).strip(), st.out_dir, list(st.shards)) for sp, st in watched]
-        with WaveProgress(labels, done):
+        with WaveProgress(watched(stages), done):
             run_chains([chain for _, chain in chains], self.options, rounds, self.files)

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.build.progress import WaveProgress
 from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
-from datapipe.build.run import StageReport
+from datapipe.build.run import StageReport, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
@@ -221,9 +222,10 @@ def run_datatrove(
         for sp, st in todo:
             t0 = time.perf_counter()
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
-            for job in stage_jobs(mixture, sp, st, opts):
-                _local(job, opts).run()
-                print_peaks(sp, st, job)
+            with WaveProgress(watched([(sp, st)]), lambda _i, _s: None):
+                for job in stage_jobs(mixture, sp, st, opts):
+                    _local(job, opts).run()
+                    print_peaks(sp, st, job)
             if not is_done(st.out_dir):
                 raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
             report_stage(sp, st, time.perf_counter() - t0)
@@ -269,6 +271,20 @@ def _run_slurm(
     executors[-1].run()  # submits the whole chain, first job first
     job_ids = [str(e.job_id) for e in executors if getattr(e, "job_id", None)]
     reported: set[str] = set()
+    with WaveProgress(watched(todo), lambda _i, _s: None):  # lines for the stages under way; reports below
+        _wait_slurm(mixture, todo, jobs, job_ids, reported, opts, report_stage, t0)
+
+
+def _wait_slurm(
+    mixture: MixtureConfig,
+    todo: list[tuple[SourcePlan, StagePlan]],
+    jobs: dict[str, list[Job]],
+    job_ids: list[str],
+    reported: set[str],
+    opts: DatatroveOptions,
+    report_stage: StageReport,
+    t0: float,
+) -> None:
     while True:
         for sp, st in todo:
             if st.out_dir not in reported and is_done(st.out_dir):

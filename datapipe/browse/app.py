@@ -1,0 +1,241 @@
+"""The browser's web app: Starlette routes, Jinja templates, DuckDB queries over the build's index.
+
+Pages: ``/`` per-source funnels (each reason links to its documents); ``/docs`` documents of any stage filtered by
+source, stage, outcome, reason, language, quality score, measured value, length and text; ``/doc`` one document at
+every stage it entered (each decision with its value and threshold, what a later stage changed in its text, its
+duplicate cluster with the kept copy and the lines that differ); ``/cache`` token cache rows decoded to text;
+``/runs`` training runs and their loss curves. Server-side pages with plain links and forms: every view is a URL
+that can be shared or scripted, and nothing needs JavaScript.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from datapipe.browse.index import build_index
+from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines
+from datapipe.browse.runs import find_runs, loss_curve
+from datapipe.io import fs
+from datapipe.report.collect import StageRecord, manifest_url_of, mixture_chains
+from datapipe.store.manifest import open_component, read_manifest
+
+TEMPLATES = Path(__file__).with_name("templates")
+CACHE_ROWS = 10  # cache rows per page
+
+
+def _funnels(chains: dict[str, list[StageRecord]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for source, chain in chains.items():
+        out[source] = [
+            {
+                "step": step,
+                "stage": rec.stage,
+                "docs_in": rec.counts.get("docs_in", 0),
+                "docs_kept": rec.counts.get("docs_kept", 0),
+                "removed": sorted(rec.counts.get("removed", {}).items()),
+            }
+            for step, rec in enumerate(chain)
+            if rec.stage != "tokenize"
+        ]
+    return out
+
+
+def _cluster(q: Queries, source: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The duplicate cluster a document is in, from the dedup stage's rows: as a removed copy (its ``related`` is
+    the kept copy) or as the kept copy others were removed for."""
+    for r in rows:
+        if r["stage"] != "dedup":
+            continue
+        if r["outcome"] == "removed" and r["related"]:
+            kept = q.by_id(source, r["step"], r["related"])
+            if kept is None:
+                return None
+            removed = q.removed_for(source, r["step"], r["related"])
+            lines = changed_lines(kept["text"], r["text"]) if kept["text"] is not None and r["text"] else None
+            return {
+                "kept": kept,
+                "removed": removed,
+                "size": len(removed) + 1,
+                "lines": lines,
+                "evidence": r["evidence"],
+            }
+        if r["outcome"] == "kept":
+            removed = q.removed_for(source, r["step"], r["id"])
+            if removed:
+                return {
+                    "kept": {**r, "text": None},
+                    "removed": removed,
+                    "size": len(removed) + 1,
+                    "lines": None,
+                }
+    return None
+
+
+def _changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each stage changed in the text of a document it kept (paragraph dedup, PII, ...)."""
+    out = []
+    for before, after in zip(rows, rows[1:], strict=False):
+        if after["outcome"] != "kept" or before["text"] is None or after["text"] is None:
+            continue
+        if before["text"] != after["text"]:
+            out.append(
+                {
+                    "stage": f"{after['step']}. {after['stage']}",
+                    "lines": changed_lines(before["text"], after["text"]),
+                }
+            )
+    return out
+
+
+def create_app(
+    output: str, index_dir: str, run_dirs: Sequence[str] = (), say: Callable[[str], None] = print
+) -> Any:
+    """The app over a finished build (its index written first, when missing)."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+    from starlette.templating import Jinja2Templates
+
+    output = output.rstrip("/")
+    manifest, chains = mixture_chains(output)
+    stages = build_index(chains, index_dir, say)
+    q = Queries(stages)
+    templates = Jinja2Templates(directory=str(TEMPLATES))
+    funnels = _funnels(chains)
+    reasons = sorted({r for rows in funnels.values() for s in rows for r, _ in s["removed"]})
+    languages = q.languages()
+    base = {"name": manifest["name"], "output": output}
+
+    def page(request: Any, template: str, status: int = 200, **ctx: Any) -> Any:
+        return templates.TemplateResponse(request, template, {**base, **ctx}, status_code=status)
+
+    def home(request: Any) -> Any:
+        return page(request, "home.html", funnels=funnels)
+
+    def docs(request: Any) -> Any:
+        f = Filters.from_query(request.query_params)
+        try:
+            number = max(0, int(request.query_params.get("page", "0")))
+        except ValueError:
+            number = 0
+        started = time.perf_counter()
+        rows, more = q.documents(f, number)
+        count = q.count(f)
+        seconds = time.perf_counter() - started
+        query = f.as_query()
+        return page(
+            request,
+            "docs.html",
+            f=f,
+            rows=rows,
+            more=more,
+            count=count,
+            seconds=seconds,
+            page=number,
+            first=number * PAGE + 1,
+            sources=sorted(chains),
+            reasons=reasons,
+            languages=languages,
+            prev_url="/docs?" + urlencode({**query, "page": number - 1}),
+            next_url="/docs?" + urlencode({**query, "page": number + 1}),
+        )
+
+    def doc(request: Any) -> Any:
+        source = request.query_params.get("source", "")
+        ref = request.query_params.get("ref", "")
+        rows = q.document(source, ref)
+        if not rows:
+            return HTMLResponse(f"no document {ref!r} in source {source!r}", status_code=404)
+        last = rows[-1]
+        return page(
+            request,
+            "doc.html",
+            source=source,
+            ref=ref,
+            doc_id=last["id"],
+            url=last["url"],
+            stages=rows,
+            changes=_changes(rows),
+            cluster=_cluster(q, source, rows),
+            text=last["text"],
+            text_stage=(
+                f"left {last['step']}. {last['stage']}"
+                if last["outcome"] == "kept"
+                else f"entered {last['step']}. {last['stage']}, which removed it"
+            ),
+        )
+
+    manifest_url = manifest_url_of(output)
+
+    def cache(request: Any) -> Any:
+        from datapipe.tokenize.decode import decoder_for
+
+        doc = read_manifest(manifest_url)
+        name = request.query_params.get("component")
+        ctx: dict[str, Any] = {"components": doc["components"], "component": None}
+        if name:
+            if name not in {c["name"] for c in doc["components"]}:
+                return HTMLResponse(f"no component {name!r}", status_code=404)
+            tc = open_component(manifest_url, doc, name)
+            decode = decoder_for(tc, output=os.path.dirname(manifest_url))
+            try:
+                start = max(0, int(request.query_params.get("row", "0")))
+            except ValueError:
+                start = 0
+            shown = []
+            for i in range(start, min(start + CACHE_ROWS, tc.num_rows)):
+                ids = tc.row(i).tolist()
+                text = decode(ids) if decode else " ".join(map(str, ids))
+                shown.append({"row": i, "tokens": len(ids), "text": text})
+            ctx.update(
+                component=name,
+                rows=shown,
+                start=start,
+                total=tc.num_rows,
+                step=CACHE_ROWS,
+                decoded=decode is not None,
+            )
+        return page(request, "cache.html", **ctx)
+
+    def runs(request: Any) -> Any:
+        found = [loss_curve(path) for path in find_runs(output, run_dirs)]
+        return page(request, "runs.html", runs=found)
+
+    app = Starlette(
+        routes=[
+            Route("/", home),
+            Route("/docs", docs),
+            Route("/doc", doc),
+            Route("/cache", cache),
+            Route("/runs", runs),
+        ]
+    )
+    app.state.queries = q
+    return app
+
+
+def serve(app: Any, host: str, port: int, say: Callable[[str], None] = print) -> None:
+    """Serve until Ctrl-C; ``port`` 0 picks a free one. The socket listens before the address is printed, so a
+    client that reads the line can connect at once."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    shown = f"[{host}]" if ":" in host else host
+    say(f"browse: http://{shown}:{sock.getsockname()[1]}/  (Ctrl-C to stop)")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server.run(sockets=[sock])
+
+
+def default_index_dir(output: str) -> str:
+    """Beside the build, in a folder of its own: removing the build removes its index."""
+    return os.path.join(fs.local_path(output), ".browse")

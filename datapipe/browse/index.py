@@ -1,0 +1,215 @@
+"""The browser's index of a build: one Parquet file per stage folder, one row per document that entered the stage.
+
+A stage folder holds its kept documents (``part-NNNNN.jsonl.zst``, text and metadata) and its removed ones
+(``part-NNNNN.removed.parquet``: reason and evidence, no text). Neither answers "the removed documents of reason R
+whose text contains W" without reading every part, so ``datapipe browse`` first writes, per stage folder, a
+columnar index that does: ``source``, ``step`` (the stage's place in its source's chain), ``stage``, ``shard``,
+``index`` (position in the stage's input shard), ``id``, ``ref``, ``url``, ``outcome`` (``kept`` / ``removed``),
+``reason``, ``evidence``, ``measure``, ``value``, ``threshold``, ``related``, ``language``, ``language_score``,
+``quality`` (the selected classifier's score, else the first), ``chars`` and ``text``.
+
+A removed document's text is the text it entered the stage with: the previous stage's kept part of the same shard
+at the row's ``index`` (read one shard at a time, so memory is one shard's text, not the build's). The first stage
+reads raw input, which is not text yet: its removed rows have none, unless the source keeps its removed documents
+(``keep_removed: true``), whose text is then taken from them.
+
+The index sits in ``<index dir>/<source>/<stage folder>.parquet``, written atomically; a stage folder's name ends
+in its content hash, so an index that exists is current and is reused. The tokenize stage (a token cache, no
+documents) has none: the browser decodes cache rows instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from datapipe.decisions import KEPT_DIR, removed_schema
+from datapipe.decisions import SUFFIX as REMOVED_SUFFIX
+from datapipe.io import fs
+from datapipe.io.jsonl import read_records
+from datapipe.report.collect import StageRecord
+
+ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
+
+
+def schema() -> Any:
+    """Where the document is, its outcome, the removal list's columns (empty for a kept one), then what a kept
+    document carries in its metadata, and its text."""
+    import pyarrow as pa
+
+    removed = removed_schema()
+    return pa.schema(
+        [("source", pa.string()), ("step", pa.int32()), ("stage", pa.string()), ("shard", pa.int32())]
+        + [removed.field("index"), ("outcome", pa.string())]
+        + [removed.field(n) for n in removed.names if n != "index"]
+        + [("language", pa.string()), ("language_score", pa.float64()), ("quality", pa.float64())]
+        + [("text", pa.string())]
+    )
+
+
+@dataclass(frozen=True)
+class StageIndex:
+    """Where one stage folder's index is, and what it indexes."""
+
+    source: str
+    step: int
+    stage: str
+    dirname: str
+    path: str  # the index file
+
+
+def indexed_stages(chains: dict[str, list[StageRecord]]) -> list[tuple[int, StageRecord]]:
+    """(step, stage) of every stage with documents (not the token cache), in chain order per source."""
+    return [
+        (step, rec) for chain in chains.values() for step, rec in enumerate(chain) if rec.stage != "tokenize"
+    ]
+
+
+def index_path(index_dir: str, rec: StageRecord) -> str:
+    """The index file of a stage folder (``index_dir`` is a local folder: DuckDB reads it, many times a second)."""
+    return os.path.join(index_dir, rec.source, f"{rec.dirname}.parquet")
+
+
+def _parts(stage_url: str) -> list[int]:
+    """Shard numbers of a stage folder, from its part files (kept or removed: a shard may have only one kind)."""
+    shards = set()
+    for u in fs.glob(fs.join(stage_url, "part-*")):
+        name = u.rstrip("/").split("/")[-1]
+        if name.endswith(".jsonl.zst") or name.endswith(REMOVED_SUFFIX):
+            shards.add(int(name[len("part-") :].split(".", 1)[0]))
+    return sorted(shards)
+
+
+def _part(stage_url: str, shard: int) -> str:
+    return fs.join(stage_url, f"part-{shard:05d}.jsonl.zst")
+
+
+def _kept(stage_url: str, shard: int) -> list[dict[str, Any]]:
+    url = _part(stage_url, shard)
+    return list(read_records(url)) if fs.exists(url) else []
+
+
+def _removed(stage_url: str, shard: int) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    url = fs.join(stage_url, f"part-{shard:05d}{REMOVED_SUFFIX}")
+    if not fs.exists(url):
+        return []
+    return pq.read_table(pa.BufferReader(fs.read_bytes(url)), use_threads=False).to_pylist()
+
+
+def _kept_removed(stage_url: str, shard: int) -> dict[str, dict[str, Any]]:
+    """ref -> document, from the removed documents a ``keep_removed`` stage wrote: the only text a first stage's
+    removals have (its input is raw)."""
+    urls = fs.glob(fs.join(stage_url, KEPT_DIR, "**", f"part-{shard:05d}.jsonl.zst"))
+    return {str(d.get("ref", d.get("id", ""))): d for u in sorted(urls) for d in read_records(u)}
+
+
+def _quality(meta: dict[str, Any], select: str | None) -> float | None:
+    scores = meta.get("quality")
+    if not isinstance(scores, dict) or not scores:
+        return None
+    value = scores.get(select) if select else None
+    return float(value if value is not None else next(iter(scores.values())))
+
+
+def _select(rec: StageRecord) -> str | None:
+    select = rec.doc.get("config", {}).get("select")
+    return select.get("classifier") if isinstance(select, dict) else None
+
+
+def shard_rows(
+    rec: StageRecord, step: int, shard: int, previous: StageRecord | None, select: str | None
+) -> Iterator[dict[str, Any]]:
+    """The index rows of one shard of one stage, in input order: kept documents interleaved with removed ones at
+    their input positions (a kept document's position is the next one no removed row holds)."""
+    kept = _kept(rec.url, shard)
+    removed = sorted(_removed(rec.url, shard), key=lambda r: r["index"])
+    entered = _kept(previous.url, shard) if previous is not None else []
+    base = {"source": rec.source, "step": step, "stage": rec.stage, "shard": shard}
+    taken = {r["index"] for r in removed}
+    positions = (i for i in itertools.count() if i not in taken)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for doc, pos in zip(kept, positions, strict=False):
+        meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
+        text = str(doc.get("text") or "")
+        rows.append(
+            (
+                pos,
+                {
+                    **base,
+                    "index": pos,
+                    "id": str(doc.get("id", "")),
+                    "ref": str(doc.get("ref", doc.get("id", ""))),
+                    "url": str(meta.get("url", "")),
+                    "outcome": "kept",
+                    "language": meta.get("language"),
+                    "language_score": meta.get("language_score"),
+                    "quality": _quality(meta, select),
+                    "chars": len(text),
+                    "text": text,
+                },
+            )
+        )
+    kept_removed = _kept_removed(rec.url, shard) if previous is None else {}
+    for r in removed:
+        before = entered[r["index"]] if r["index"] < len(entered) else kept_removed.get(r["ref"])
+        meta = before["metadata"] if before is not None and isinstance(before.get("metadata"), dict) else {}
+        same = before is not None and str(before.get("ref", before.get("id", ""))) == r["ref"]
+        rows.append(
+            (
+                r["index"],
+                {
+                    **base,
+                    **r,
+                    "outcome": "removed",
+                    "language": meta.get("language") if same else None,
+                    "language_score": meta.get("language_score") if same else None,
+                    "quality": _quality(meta, select) if same else None,
+                    "text": str(before.get("text") or "") if same and before is not None else None,
+                },
+            )
+        )
+    rows.sort(key=lambda pair: pair[0])
+    yield from (row for _, row in rows)
+
+
+def build_index(
+    chains: dict[str, list[StageRecord]], index_dir: str, say: Callable[[str], None] = lambda _: None
+) -> list[StageIndex]:
+    """Write the index of every stage folder that has none yet; return them all, in chain order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out: list[StageIndex] = []
+    for chain in chains.values():
+        documents = [(step, rec) for step, rec in enumerate(chain) if rec.stage != "tokenize"]
+        for pos, (step, rec) in enumerate(documents):
+            path = index_path(index_dir, rec)
+            out.append(StageIndex(rec.source, step, rec.stage, rec.dirname, path))
+            if os.path.exists(path):
+                continue
+            previous = documents[pos - 1][1] if pos else None
+            select = _select(rec)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp"
+            rows_written = 0
+            with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
+                batch: list[dict[str, Any]] = []
+                for shard in _parts(rec.url):
+                    for row in shard_rows(rec, step, shard, previous, select):
+                        batch.append(row)
+                        if len(batch) >= ROW_GROUP:
+                            writer.write_table(pa.Table.from_pylist(batch, schema=schema()))
+                            rows_written += len(batch)
+                            batch = []
+                if batch or not rows_written:
+                    writer.write_table(pa.Table.from_pylist(batch, schema=schema()))
+                    rows_written += len(batch)
+            os.replace(tmp, path)
+            say(f"indexed {rec.source}/{rec.dirname}: {rows_written:,} documents")
+    return out
