@@ -48,13 +48,13 @@ sources:
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    """sha256 of every file under root, except wall-clock timing records."""
+    """sha256 of every file under root, except wall-clock records: timings and the builds' log files."""
     import hashlib
 
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.endswith(".timing.json")
+        if p.is_file() and not p.name.endswith(".timing.json") and "_logs" not in p.relative_to(root).parts
     }
 
 

@@ -574,3 +574,14 @@ def test_report_has_contents_and_links_that_open_browser_views(browse, tmp_path)
         assert shown and set(shown) == {reason}, href
     for href in docs[:6]:
         assert '<table id="decisions">' in _get(href), href
+
+
+def test_beams_info_lines_go_to_the_build_log_not_the_console(built_small):
+    """A local build's console holds datapipe's lines and problems; Beam's INFO lines are in the build's log file
+    (``OUT/_logs/build-*.log``), which keeps every record at INFO and above."""
+    out, proc = built_small
+    assert " INFO " not in proc.stderr and "INFO apache_beam" not in proc.stdout + proc.stderr, proc.stderr[
+        -2000:
+    ]
+    logs = sorted((out / "_logs").glob("build-*.log"))  # one per build run on this output
+    assert logs and "INFO apache_beam" in logs[0].read_text()

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import signal
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -108,7 +110,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
                 print(line)
             return 0
         train_tokens = request.train_tokens or mixture.train_tokens
-        with _noting_ctrl_c() as ctrl_c:
+        with build_log(mixture.output), _noting_ctrl_c() as ctrl_c:
             try:
                 return build(mixture, sources, plans, tokenizer, engine, train_tokens, ctrl_c)
             except BaseException:
@@ -117,6 +119,41 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
                 if ctrl_c.is_set():
                     raise Interrupted(*committed_shards(plans)) from None
                 raise
+
+
+LOGS = "_logs"  # <output>/_logs/build-<UTC time>-<pid>.log: every record of a build at INFO and above
+
+
+@contextlib.contextmanager
+def build_log(output: str) -> Iterator[str | None]:
+    """The build's log file (its path; None where the output is not on this machine): every log record at INFO and
+    above, Beam's progress lines among them, while the console keeps WARNING and above, so that a local build's
+    console holds datapipe's own lines and its problems."""
+    if not fs.is_local(output):
+        yield None
+        return
+    folder = os.path.join(fs.local_path(output), LOGS)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, time.strftime("build-%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}.log")
+    root = logging.getLogger()
+    consoles = list(root.handlers)
+    levels = [h.level for h in consoles]
+    before = root.level
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for h in consoles:
+        h.setLevel(max(h.level, before if before > logging.NOTSET else logging.WARNING))
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+        root.setLevel(before)
+        for h, level in zip(consoles, levels, strict=True):
+            h.setLevel(level)
 
 
 @contextlib.contextmanager
