@@ -105,12 +105,13 @@ def _print_cluster(path: str, doc_id: str, chars: int) -> int:
 
 
 def cmd_export_clusters(args: argparse.Namespace) -> int:
-    from datapipe.report.clusters import export_lines
+    from datapipe.report.clusters import export_edges, export_lines
 
-    lines = list(export_lines(args.stage.rstrip("/")))
+    stage = args.stage.rstrip("/")
+    lines = list(export_edges(stage) if args.edges else export_lines(stage))
     if args.out:
         fs.write_text_atomic(args.out, "".join(line + "\n" for line in lines))
-        print(f"{len(lines)} cluster(s) -> {args.out}")
+        print(f"{len(lines)} {'edge' if args.edges else 'cluster'}(s) -> {args.out}")
     else:
         for line in lines:
             print(line)
@@ -248,6 +249,11 @@ def make_parser() -> argparse.ArgumentParser:
     )
     ec.add_argument("stage", help="a dedup stage folder")
     ec.add_argument("--out", help="write the lines there instead of to stdout")
+    ec.add_argument(
+        "--edges",
+        action="store_true",
+        help="the verified MinHash edges instead (a stage with keep_edges: true)",
+    )
     v = _sub(
         sub,
         "verify",

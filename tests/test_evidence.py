@@ -80,7 +80,8 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     mixture = write_mixture(
         tmp_path,
         f"name: dups\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  faq:\n    weight: 1\n"
-        "    format: jsonl\n    paths: [faq.jsonl]\n    dedup: {exact: true, minhash: {preset: fineweb}}\n",
+        "    format: jsonl\n    paths: [faq.jsonl]\n"
+        "    dedup: {exact: true, minhash: {preset: fineweb, keep_edges: true}}\n",
     )
     out = tmp_path / "out"
     proc = run_build("--mixture", str(mixture), "--output", str(out))
@@ -124,6 +125,22 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
         "faq-5": ["near-5"],
         "faq-7": ["near-7"],
     }
+    # the verified MinHash edges, by the same ids, with the Jaccard recomputed here
+    edges = subprocess.run(
+        [*cli, "export-clusters", str(stage), "--edges"], cwd=REPO, capture_output=True, text=True
+    )
+    assert edges.returncode == 0, edges.stderr
+    found = {(e["a"], e["b"]): e["jaccard"] for e in map(json.loads, edges.stdout.splitlines())}
+    pairs = {tuple(sorted(p)) for p in found}  # exact copies are MinHash edges too (Jaccard 1)
+    assert pairs == {
+        ("copy-1", "faq-1"),
+        ("copy-4", "faq-4"),
+        ("faq-2", "near-2"),
+        ("faq-5", "near-5"),
+        ("faq-7", "near-7"),
+    }
+    for (a, b), j in found.items():
+        assert abs(j - jaccard(shingle(given[a]), shingle(given[b]))) < 1e-4, (a, b)
     shown = subprocess.run(
         [*cli, "inspect", str(stage), "--cluster", "near-5"], cwd=REPO, capture_output=True, text=True
     )

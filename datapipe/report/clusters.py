@@ -1,5 +1,5 @@
 """Duplicate clusters of a dedup stage, named by the documents' own ids: ``inspect --cluster`` and
-``export-clusters``.
+``export-clusters`` (and, with ``--edges``, the verified MinHash edges a stage kept with ``keep_edges``).
 
 A cluster is a kept copy and the documents removed in its favour. Both are read from the stage's removal lists
 (``part-NNNNN.removed.parquet``): each removed row names its kept copy (``related``) and how close it is
@@ -46,6 +46,33 @@ def export_lines(stage_dir: str) -> Iterator[str]:
     """One JSON line per cluster: ``{"kept": id, "size": n, "removed": [...]}``."""
     for kept, removed in clusters(stage_dir).items():
         yield json.dumps({"kept": kept, "size": len(removed) + 1, "removed": removed}, sort_keys=True)
+
+
+def export_edges(stage_dir: str) -> Iterator[str]:
+    """One JSON line per verified edge ``{"a": id, "b": id, "jaccard": j}``, by the documents' own ids (the ids
+    stored beside each shard's shingles; a document of an earlier build, ``dedup.against``, by its reference)."""
+    from datapipe.dedup.store import read_edges, read_shingle_ids
+
+    doc = read_stage_json(stage_dir)
+    if doc.get("stage") != "dedup":
+        raise DatapipeError(f"{stage_dir}: not a dedup stage folder")
+    if not (doc.get("config", {}).get("minhash") or {}).get("keep_edges"):
+        raise DatapipeError(
+            f"{stage_dir}: kept no edges (dedup: {{minhash: {{keep_edges: true}}}} keeps them)"
+        )
+    edges = sorted(read_edges(stage_dir))
+    ids: dict[int, list[str]] = {}
+
+    def name(ref: tuple[int, int]) -> str:
+        shard, doc = ref
+        if shard < 0:
+            return f"earlier build #{-shard}:{doc}"
+        if shard not in ids:
+            ids[shard] = read_shingle_ids(stage_dir, shard) or []
+        return ids[shard][doc] if doc < len(ids[shard]) else f"shard {shard} document {doc}"
+
+    for a, b, j in edges:
+        yield json.dumps({"a": name(a), "b": name(b), "jaccard": round(float(j), 6)}, sort_keys=True)
 
 
 def cluster_of(stage_dir: str, doc_id: str) -> tuple[str, list[dict[str, Any]]]:
