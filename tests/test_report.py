@@ -585,3 +585,30 @@ def test_beams_info_lines_go_to_the_build_log_not_the_console(built_small):
     ]
     logs = sorted((out / "_logs").glob("build-*.log"))  # one per build run on this output
     assert logs and "INFO apache_beam" in logs[0].read_text()
+
+
+def test_a_hostile_document_renders_as_text():
+    """Crawled data is hostile: its text, id and URL are escaped, and a URL becomes a link only when http(s)."""
+    from starlette.templating import Jinja2Templates
+
+    from datapipe.browse.app import TEMPLATES
+
+    page = (
+        Jinja2Templates(directory=str(TEMPLATES))
+        .env.get_template("doc.html")
+        .render(
+            name="n",
+            output="o",
+            source="web",
+            ref="r",
+            doc_id="<b>id</b>",
+            url="javascript:alert(1)",
+            stages=[],
+            changes=[],
+            cluster=None,
+            text="<script>alert(1)</script>",
+            text_stage="",
+        )
+    )
+    assert "<script>alert" not in page and "&lt;script&gt;" in page and "<b>id</b>" not in page
+    assert 'href="javascript' not in page and "javascript:alert(1)" in page
