@@ -401,7 +401,8 @@ def _get(url: str) -> str:
 def test_browse_index_holds_every_document_each_stage_saw(browse):
     """The browser's index against the stage folders it was built from: per stage, its documents in (kept and
     removed) are stage.json's counts; kept texts are the parts' texts; a removed document's text is the text it
-    entered the stage with (the previous stage's part), and its evidence is the removal list's."""
+    entered the stage with (the previous stage's part), and its evidence is the removal list's. Rows are kept
+    first, then removed by reason (what lets a filtered view skip row groups)."""
     import duckdb
 
     from datapipe.decisions import read_removed
@@ -422,6 +423,9 @@ def test_browse_index_holds_every_document_each_stage_saw(browse):
             rows = [dict(zip(names, r, strict=True)) for r in rows]
             kept = {r["ref"]: r for r in rows if r["outcome"] == "kept"}
             removed = {r["ref"]: r for r in rows if r["outcome"] == "removed"}
+            # file order: kept first, then removed grouped by reason, each in shard and input order
+            order = [(r["outcome"] != "kept", r["reason"] or "", r["shard"], r["index"]) for r in rows]
+            assert order == sorted(order), rec.url
             assert len(rows) == rec.counts["docs_in"] and len(kept) == rec.counts["docs_kept"], rec.url
             parts = {
                 d["ref"]: d["text"]

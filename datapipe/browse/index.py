@@ -13,7 +13,8 @@ at the row's ``index`` (read one shard at a time, so memory is one shard's text,
 reads raw input, which is not text yet: its removed rows have none, unless the source keeps its removed documents
 (``keep_removed: true``), whose text is then taken from them.
 
-The index sits in ``<index dir>/<source>/<stage folder>.parquet``, written atomically; a stage folder's name ends
+Rows are ordered kept first, then removed grouped by reason, so that a view of one outcome or reason reads few row
+groups (their min/max statistics skip the rest). The index sits in ``<index dir>/<source>/<stage folder>.parquet``, written atomically; a stage folder's name ends
 in its content hash, so an index that exists is current and is reused. The tokenize stage (a token cache, no
 documents) has none: the browser decodes cache rows instead.
 """
@@ -178,13 +179,86 @@ def shard_rows(
     yield from (row for _, row in rows)
 
 
+class _RowWriter:
+    """Writes index rows to one Parquet file in row groups of ``ROW_GROUP``."""
+
+    def __init__(self, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.writer = pq.ParquetWriter(path, schema(), compression="zstd")
+        self.batch: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.batch.append(row)
+        if len(self.batch) >= ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if self.batch:
+            self.writer.write_table(pa.Table.from_pylist(self.batch, schema=schema()))
+            self.rows += len(self.batch)
+            self.batch = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def _write_stage(
+    path: str, rec: StageRecord, step: int, previous: StageRecord | None, select: str | None
+) -> int:
+    """Write one stage folder's index: its kept rows first, then its removed rows grouped by reason (each group in
+    shard and input order). A filtered view then reads few row groups: a view of one outcome or one reason skips
+    the others' groups by their min/max statistics, and its first page comes from the first groups it reads.
+    Removed rows wait in one spill file per reason beside the index (a stage has a few dozen reasons at most), so
+    memory stays one shard and one row group per reason."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    spill_dir = f"{path}.spill"
+    shutil.rmtree(spill_dir, ignore_errors=True)
+    os.makedirs(spill_dir)
+    spills: dict[str, _RowWriter] = {}
+    out = _RowWriter(f"{path}.tmp")
+    try:
+        for shard in _parts(rec.url):
+            for row in shard_rows(rec, step, shard, previous, select):
+                if row["outcome"] == "kept":
+                    out.add(row)
+                    continue
+                reason = str(row.get("reason") or "")
+                if reason not in spills:
+                    spills[reason] = _RowWriter(os.path.join(spill_dir, f"{len(spills):05d}.parquet"))
+                spills[reason].add(row)
+        out.flush()
+        for reason in sorted(spills):
+            spills[reason].close()
+            spill = pq.ParquetFile(spills[reason].path)
+            for group in range(spill.num_row_groups):
+                out.writer.write_table(spill.read_row_group(group, use_threads=False))
+                out.rows += spill.metadata.row_group(group).num_rows
+        if (
+            not out.rows
+        ):  # an empty stage still gets a file (with the schema) so that it is known to be indexed
+            out.writer.write_table(schema().empty_table())
+        out.close()
+        os.replace(f"{path}.tmp", path)
+    finally:
+        for writer in (out, *spills.values()):
+            writer.writer.close()
+        shutil.rmtree(spill_dir, ignore_errors=True)
+    return out.rows
+
+
 def build_index(
     chains: dict[str, list[StageRecord]], index_dir: str, say: Callable[[str], None] = lambda _: None
 ) -> list[StageIndex]:
     """Write the index of every stage folder that has none yet; return them all, in chain order."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     out: list[StageIndex] = []
     for chain in chains.values():
         documents = [(step, rec) for step, rec in enumerate(chain) if rec.stage != "tokenize"]
@@ -194,22 +268,7 @@ def build_index(
             if os.path.exists(path):
                 continue
             previous = documents[pos - 1][1] if pos else None
-            select = _select(rec)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.tmp"
-            rows_written = 0
-            with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
-                batch: list[dict[str, Any]] = []
-                for shard in _parts(rec.url):
-                    for row in shard_rows(rec, step, shard, previous, select):
-                        batch.append(row)
-                        if len(batch) >= ROW_GROUP:
-                            writer.write_table(pa.Table.from_pylist(batch, schema=schema()))
-                            rows_written += len(batch)
-                            batch = []
-                if batch or not rows_written:
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema()))
-                    rows_written += len(batch)
-            os.replace(tmp, path)
-            say(f"indexed {rec.source}/{rec.dirname}: {rows_written:,} documents")
+            rows = _write_stage(path, rec, step, previous, _select(rec))
+            say(f"indexed {rec.source}/{rec.dirname}: {rows:,} documents")
     return out

@@ -1,8 +1,9 @@
 """What the browser asks of a build's index, as DuckDB queries over the per-stage Parquet files.
 
 Every query names only the index files it needs (a source's, a stage's), so DuckDB never opens the rest; and a
-list asks for one page with ``LIMIT``, in the files' own order (shard, then input position) and without
-``ORDER BY``, so that a page of a common view is read from the first row groups and the scan stops there. Counts
+list asks for one page with ``LIMIT``, in the files' own order (kept documents, then removed ones grouped by
+reason; each in shard and input order) and without ``ORDER BY``, so that a page of a common view is read from the
+first row groups and the scan stops there. Counts
 are of the small columns only; a text search shows whether there are more rows, not how many (counting them
 would read every text).
 """
