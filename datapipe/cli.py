@@ -159,7 +159,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     target = args.html or fs.join(args.output, "report.html")
     fs.check_writable(fs.parent(target), "report")  # before the minutes of rendering, not after
-    page = render_report(args.output, train_tokens=args.train_tokens, browse_url=args.browse_url)
+    page = render_report(
+        args.output, train_tokens=args.train_tokens, browse_url=args.browse_url, runs=args.run
+    )
     fs.write_text_atomic(target, page)
     _, chains = mixture_chains(args.output)
     print(format_source_table({name: [r.counts for r in chain] for name, chain in chains.items()}))
@@ -272,6 +274,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--html", help="where to write the report (default OUTPUT/report.html)")
     r.add_argument("--train-tokens", type=int, help="planned training length: planned tokens and epochs")
     r.add_argument(
+        "--run", action="append", default=[], help="a training run folder outside OUTPUT/runs (repeatable)"
+    )
+    r.add_argument(
         "--browse-url",
         default=f"http://127.0.0.1:{BROWSE_PORT}",
         help="where the report's links find datapipe browse (default: its default address)",
@@ -317,9 +322,11 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
     )
-    from datapipe.train.cli import add_train_parser
+    from datapipe.train.cli import add_evaluate_parser, add_export_parser, add_train_parser
 
     add_train_parser(sub)
+    add_export_parser(sub)
+    add_evaluate_parser(sub)
     return ap
 
 
@@ -348,6 +355,14 @@ def main(argv: list[str] | None = None) -> None:
             from datapipe.train.cli import cmd_train
 
             sys.exit(cmd_train(args))
+        if args.command == "eval":
+            from datapipe.train.cli import cmd_evaluate
+
+            sys.exit(cmd_evaluate(args))
+        if args.command == "export-hf":
+            from datapipe.train.cli import cmd_export_hf
+
+            sys.exit(cmd_export_hf(args))
         ap.print_help()
         sys.exit(0 if not argv else 2)
     except DatapipeError as e:

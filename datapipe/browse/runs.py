@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from datapipe.train.metrics import read_metrics
+from datapipe.train.metrics import read_evals, read_metrics
 
 WIDTH, HEIGHT, LEFT, TOP = 590.0, 180.0, 40.0, 10.0
 
@@ -36,7 +36,8 @@ def _points(xy: list[tuple[float, float]], x0: float, x1: float, y0: float, y1: 
 
 
 def loss_curve(path: str) -> dict[str, Any]:
-    """A run's name, steps, last record and its loss (and mean validation loss) as points in the page's SVG box."""
+    """A run's name, steps, last record, latest held-out evaluation (``datapipe eval``), and its loss (and mean
+    validation loss) as points in the page's SVG box."""
     records = [r for r in read_metrics(os.path.join(path, "metrics.jsonl")) if "loss" in r]
     loss = [(float(r["step"]), float(r["loss"])) for r in records]
     val = [
@@ -52,6 +53,7 @@ def loss_curve(path: str) -> dict[str, Any]:
         "path": path,
         "steps": len(records),
         "last": records[-1] if records else None,
+        "eval": next(reversed(read_evals(path)), None),
         "points": _points(loss, x0, x1, y0, y1),
         "val_points": _points(val, x0, x1, y0, y1) if val else "",
         "x0": int(x0),

@@ -39,6 +39,8 @@ from datapipe.store.manifest import MANIFEST, open_component, read_manifest
 STOP_STRATEGIES = ("restart", "first_exhausted", "all_exhausted")
 SHUFFLES = ("feistel", "block")
 _SEQUENCES = 0x5E0
+_HOLDOUT = 0x401D
+SPLITS = ("train", "heldout")
 
 
 class DataExhausted(DatapipeError):
@@ -61,19 +63,53 @@ class HostBatch:
     component: np.ndarray
 
 
+def held_out(sequences: int, holdout: int) -> int:
+    """How many of a component's sequences are held out of training: ``holdout``, but never more than a tenth."""
+    return min(max(0, holdout), sequences // 10)
+
+
 class _Component:
-    """One component's cache, sequence layout and per-epoch permutations."""
+    """One component's cache, sequence layout, held-out split and per-epoch permutations.
+
+    With ``holdout`` > 0, a fixed keyed permutation of all the component's sequences (keyed by the manifest's seed
+    and the component's name, not by a run's seed: every run of the manifest holds out the same rows) puts its
+    first ``held_out(n, holdout)`` sequences in the held-out split and the rest in the training split; a split's
+    index ``i`` is that permutation's sequence ``offset + i``."""
 
     def __init__(
-        self, name: str, cache: TokenCache, layout: SequenceLayout, ends: np.ndarray | None, loader_key: int
+        self,
+        name: str,
+        cache: TokenCache,
+        layout: SequenceLayout,
+        ends: np.ndarray | None,
+        loader_key: int,
+        split_key: int,
+        holdout: int = 0,
+        split: str = "train",
     ):
         self.name, self.cache, self.layout, self.ends = name, cache, layout, ends
         ident = cache.tokenizer
         self.eos_id = ident.eos_id if ident.add_eos else None
         self.pad_id = ident.eos_id if ident.eos_id is not None else 0
-        digest = hashlib.sha256(name.encode("utf-8")).digest()
-        self.key = derive_key(loader_key, int.from_bytes(digest[:8], "little"))
-        self.num_sequences = len(layout)
+        digest = int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little")
+        self.key = derive_key(loader_key, digest)
+        self.heldout = held_out(len(layout), holdout)
+        self.num_sequences = len(layout) - self.heldout if split == "train" else self.heldout
+        self._offset = self.heldout if split == "train" else 0
+        self._split = (
+            FeistelPermutation(len(layout), derive_key(split_key, digest, _HOLDOUT)) if self.heldout else None
+        )
+
+    def heldout_sequences(self) -> np.ndarray:
+        if self._split is None:
+            return np.zeros(0, np.int64)
+        return self._split.apply(np.arange(self.heldout, dtype=np.int64))
+
+    def sequences(self, index: np.ndarray) -> np.ndarray:
+        """The layout's sequences at this split's indices."""
+        if self._split is None:
+            return index
+        return self._split.apply(np.asarray(index, dtype=np.int64) + self._offset)
 
 
 class MixtureLoader:
@@ -102,7 +138,11 @@ class MixtureLoader:
         shuffle_window: int = 8,
         prefetch: int = 2,
         batch_axes: Sequence[str] | None = None,
+        holdout: int = 0,
+        split: str = "train",
     ) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         if stop not in STOP_STRATEGIES:
             raise ValueError(f"stop must be one of {', '.join(STOP_STRATEGIES)}, got {stop!r}")
         if shuffle not in SHUFFLES:
@@ -115,6 +155,7 @@ class MixtureLoader:
         self.stop, self.reshuffle_each_epoch, self.prefetch = stop, reshuffle_each_epoch, max(0, prefetch)
         self.shuffle, self.shuffle_block, self.shuffle_window = shuffle, shuffle_block, shuffle_window
         self.components: list[str] = [c["name"] for c in self.manifest["components"]]
+        self.holdout, self.split = holdout, split
         if phases is None:
             phases = manifest_phases(self.manifest, global_batch)
         self.schedule = MixtureSchedule(self.components, phases, self.seed, block_size)
@@ -123,9 +164,10 @@ class MixtureLoader:
             for name, w in ph.weights.items():
                 comp = self._comps[self.components.index(name)]
                 if w > 0 and comp.num_sequences == 0:
+                    what = "held-out sequence" if split == "heldout" else "whole sequence"
                     raise DatapipeError(
-                        f"{url}: component {name!r} has weight {w:g} from step {ph.start_step} but no whole "
-                        f"sequence of {self.seq_len} tokens ({comp.cache.num_tokens} tokens in {comp.cache.path})"
+                        f"{url}: component {name!r} has weight {w:g} from step {ph.start_step} but no {what} "
+                        f"of {self.seq_len} tokens ({comp.cache.num_tokens} tokens in {comp.cache.path})"
                     )
         self.mesh = mesh
         self.batch_axes = tuple(batch_axes) if batch_axes else self._default_batch_axes(mesh)
@@ -139,7 +181,8 @@ class MixtureLoader:
         need_ends = packing == "document" or not (ident.add_eos and ident.eos_id is not None)
         ends = cache.input_ids.ends() if need_ends else None
         layout = SequenceLayout.build(self.seq_len, packing, cache.num_tokens, ends)
-        return _Component(name, cache, layout, ends, self.seed)
+        split_key = int(self.manifest.get("seed", 0))
+        return _Component(name, cache, layout, ends, self.seed, split_key, self.holdout, self.split)
 
     @staticmethod
     def _default_batch_axes(mesh: Any) -> tuple[str, ...]:
@@ -170,7 +213,7 @@ class MixtureLoader:
             for e in np.unique(epoch):
                 at = epoch == e
                 out[at] = self._perm(int(c), int(e)).apply(pos[at])
-            seq[sel] = out
+            seq[sel] = self._comps[c].sequences(out)
         return comp, seq
 
     def _check_stop(self, step: int, start: int, comp: np.ndarray, draw: np.ndarray) -> None:
@@ -208,7 +251,22 @@ class MixtureLoader:
         comp, seq = self.plan(step)
         rows = self.host_rows(step)
         comp, seq = comp[rows], seq[rows]
-        futures: list[Any] = [None] * len(rows)
+        input_ids, segs = self._fetch(comp, seq)
+        return HostBatch(step, self.schedule.batch_size(step), rows, input_ids, segs, comp.astype(np.int32))
+
+    def heldout_sequences(self, name: str) -> np.ndarray:
+        """The layout sequences of a component's held-out split, in split order (this loader's ``split`` aside):
+        what evaluation reads, each once."""
+        return self._comps[self.components.index(name)].heldout_sequences()
+
+    def read_sequences(self, name: str, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(input_ids, segment_ids) ``[len(seq), seq_len]`` of a component's layout sequences."""
+        comp = np.full(len(seq), self.components.index(name), dtype=np.int64)
+        return self._fetch(comp, np.asarray(seq, dtype=np.int64))
+
+    def _fetch(self, comp: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of (component, layout sequence): tokens padded to ``seq_len`` and their segment ids."""
+        futures: list[Any] = [None] * len(comp)
         spans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         with ts.Batch() as batch:
             for c in np.unique(comp):
@@ -219,8 +277,8 @@ class MixtureLoader:
                     at, self._comps[c].cache.input_ids.read_spans(starts, lengths, batch), strict=True
                 ):
                     futures[row] = f
-        input_ids = np.empty((len(rows), self.seq_len), dtype=np.int32)
-        segs = np.empty((len(rows), self.seq_len), dtype=np.int32)
+        input_ids = np.empty((len(comp), self.seq_len), dtype=np.int32)
+        segs = np.empty((len(comp), self.seq_len), dtype=np.int32)
         cursor = {c: 0 for c in spans}
         for i, f in enumerate(futures):
             c = int(comp[i])
@@ -237,7 +295,7 @@ class MixtureLoader:
                 lo, hi = np.searchsorted(comp_obj.ends, [start, start + length], side="right")
                 row_starts = comp_obj.ends[lo:hi] - start
             segs[i] = segment_ids(input_ids[i], length, comp_obj.eos_id, row_starts)
-        return HostBatch(step, self.schedule.batch_size(step), rows, input_ids, segs, comp.astype(np.int32))
+        return input_ids, segs
 
     # --- assembling ------------------------------------------------------------------------------------------
     def sharding(self, ndim: int):
@@ -309,6 +367,7 @@ class MixtureLoader:
             {
                 "name": c.name,
                 "sequences": c.num_sequences,
+                "heldout": c.heldout,
                 "tokens": c.cache.num_tokens,
                 "padding_share": round(c.layout.padding_share, 6),
                 "unused_tokens": c.layout.unused_tokens,

@@ -2,7 +2,8 @@
 
 Sections: the mixture (planned vs. available tokens), the removal funnel per source, score distributions with
 their cut-offs, length distributions, duplicate component sizes, evaluation items found in the data and PII
-replaced, and a sample of kept and removed documents per reason (text shortened and escaped). Nothing to serve: open the file.
+replaced, a sample of kept and removed documents per reason (text shortened and escaped), and the training runs on
+the build with their held-out evaluation (``datapipe eval``). Nothing to serve: open the file.
 
 A table of contents heads it, and its tables, plots and samples link to the matching views of ``datapipe browse``
 (the documents a reason removed, a stage's kept documents, a sample's own page) at ``browse_url``: the address
@@ -12,16 +13,18 @@ A table of contents heads it, and its tables, plots and samples link to the matc
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
 from datapipe import __version__
 from datapipe.browse import PORT
+from datapipe.browse.runs import find_runs
 from datapipe.report import plots
 from datapipe.report.collect import StageRecord, mixture_chains, token_plan
 
 BROWSE_URL = f"http://127.0.0.1:{PORT}"
-SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples")
+SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples", "runs")
 TOP_ITEMS = 50  # evaluation items listed per decon stage (stage.json keeps up to 1,000)
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -211,8 +214,45 @@ def _samples(chains: dict[str, list[StageRecord]], chars: int, base: str) -> str
     return "".join(out)
 
 
+def _runs(output: str, extra: Sequence[str], base: str) -> str:
+    """Training runs on this build: last logged loss, and each one's latest ``datapipe eval`` per component."""
+    from datapipe.train.metrics import read_evals, read_metrics
+
+    runs = find_runs(output, extra)
+    if not runs:
+        return f"<p>No training run under {html.escape(output)}/runs (give others with --run DIR).</p>"
+    out = []
+    for path in runs:
+        records = [r for r in read_metrics(f"{path}/metrics.jsonl") if "loss" in r]
+        last = (
+            f"step {records[-1]['step']}, training loss {records[-1]['loss']:.4f}" if records else "no step"
+        )
+        out.append(f"<h3>{html.escape(path)}</h3><p>{last}; {_link(_view(base, '/runs'), 'loss curve')}</p>")
+        evals = read_evals(path)
+        if not evals:
+            out.append(f"<p>Not evaluated: <code>datapipe eval {html.escape(path)}</code></p>")
+            continue
+        e = evals[-1]
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td class='n'>{c['sequences']:,}</td><td class='n'>{c['tokens']:,}</td>"
+            f"<td class='n'>{c.get('loss', float('nan')):.4f}</td><td class='n'>{c.get('perplexity', float('nan')):.2f}</td>"
+            f"<td class='n'>{c.get('bits_per_byte', float('nan')):.4f}</td></tr>"
+            for name, c in e["components"].items()
+        )
+        out.append(
+            f"<p>Held-out rows at step {e['step']} (<code>datapipe eval</code>; rows training never saw):</p>"
+            "<table class='eval'><tr><th>component</th><th>sequences</th><th>target tokens</th><th>loss</th>"
+            f"<th>perplexity</th><th>bits/byte</th></tr>{rows}</table>"
+        )
+    return "".join(out)
+
+
 def render_report(
-    output: str, train_tokens: int | None = None, sample_chars: int = 400, browse_url: str = BROWSE_URL
+    output: str,
+    train_tokens: int | None = None,
+    sample_chars: int = 400,
+    browse_url: str = BROWSE_URL,
+    runs: Sequence[str] = (),
 ) -> str:
     manifest, chains = mixture_chains(output)
     train_tokens = train_tokens or manifest.get("train_tokens")
@@ -224,6 +264,7 @@ def render_report(
         "duplicates": _duplicates(chains, browse_url),
         "contamination": _contamination(chains),
         "samples": _samples(chains, sample_chars, browse_url),
+        "runs": _runs(output, runs, browse_url),
     }
     titles = {
         "mixture": "Mixture: planned vs. available tokens",
@@ -233,6 +274,7 @@ def render_report(
         "duplicates": "Duplicate component sizes",
         "contamination": "Evaluation items found, and PII replaced",
         "samples": "Sample documents: kept, and removed by reason",
+        "runs": "Training runs: held-out evaluation",
     }
     parts = [f'<section id="{k}"><h2>{titles[k]}</h2>{body[k]}</section>' for k in SECTIONS]
     toc = (

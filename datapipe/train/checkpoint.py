@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from datapipe.errors import DatapipeError
 from datapipe.train.config import CheckpointConfig
 
 
@@ -61,3 +62,45 @@ class Checkpoints:
 
 def abstract_like(tree: Any, shardings: Any) -> Any:
     return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tree, shardings)
+
+
+def checkpoint_step(run_dir: str, step: int | None = None) -> int:
+    """The step of a run's complete checkpoint: ``step`` if there is one, else the latest; an error naming the
+    steps there are otherwise (before anything is read or written)."""
+    directory = os.path.join(os.path.abspath(run_dir), "checkpoints")
+    if not os.path.isdir(directory):
+        raise DatapipeError(f"{run_dir}: no checkpoints folder: nothing trained there yet")
+    manager = ocp.CheckpointManager(directory)
+    try:
+        steps = sorted(manager.all_steps())
+    finally:
+        manager.close()
+    found = (steps[-1] if steps else None) if step is None else step
+    if found is None or found not in steps:
+        have = ", ".join(map(str, steps)) or "none"
+        raise DatapipeError(f"{run_dir}: no checkpoint at step {step} (steps: {have})")
+    return found
+
+
+def restore_run_params(run_dir: str, step: int | None, cfg: Any, device: Any = None) -> tuple[int, Any]:
+    """(step, parameters) of a run's checkpoint (the latest by default), gathered whole onto one device (the
+    first CPU device by default) whatever mesh wrote it. Only the parameters are read: the optimizer's moments,
+    twice their size, stay on disk."""
+    from datapipe.train.model import init_params
+
+    device = device if device is not None else jax.devices("cpu")[0]
+    step = checkpoint_step(run_dir, step)
+    manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
+    try:
+        shapes = jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0))
+        single = jax.sharding.SingleDeviceSharding(device)
+        abstract = {"params": abstract_like(shapes, jax.tree.map(lambda _: single, shapes))}
+        restore = ocp.args.PyTreeRestore(
+            item=abstract,
+            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+            partial_restore=True,
+        )
+        restored = manager.restore(step, args=restore)
+        return step, restored["params"]
+    finally:
+        manager.close()

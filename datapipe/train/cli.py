@@ -14,6 +14,12 @@ examples:
   datapipe train --mixture out/dclm_phase3/mixture.json --model tiny --steps 20 seq_len=256
   datapipe train --mixture out/mix --model 150m --steps 5000 --config train.yaml optimizer.lr.lr=6e-4 mesh.fsdp=-1
   datapipe train ... --coordinator host0:1234 --num-processes 4 --process-id $RANK   # several hosts
+  datapipe train --mixture out/mix --init-from hf:/models/Llama-3.2-1B --steps 1000   # continued pretraining
+"""
+EXPORT_EXAMPLE = """\
+examples:
+  datapipe export-hf out/dclm_phase3/runs/tiny --out /tmp/tiny-hf
+  datapipe export-hf runs/mix-1b-1a2b3c4d --step 5000 --out /models/mix-1b --dtype bfloat16
 """
 
 
@@ -49,8 +55,74 @@ def add_train_parser(sub) -> None:
         help="jax.distributed.initialize() from the environment (TPU, Slurm)",
     )
     t.add_argument(
+        "--init-from",
+        metavar="SOURCE",
+        help="start a new run from these weights (new optimizer, step 0): hf:DIR (a Hugging Face Llama folder, "
+        "whose config.json gives the model's shape) or run:DIR[@STEP] (another run's checkpoint)",
+    )
+    t.add_argument(
         "overrides", nargs="*", help="dotted.key=value (YAML values): optimizer.lr.lr=1e-3 mesh.model=2"
     )
+
+
+def _checkpoint_parser(sub, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
+    """A command that reads one checkpoint of a run: the run folder and ``--step``."""
+    p = sub.add_parser(name, help=help, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", help="a training run folder (with run.json and checkpoints/)")
+    p.add_argument("--step", type=int, help="the checkpoint's step (default: the latest)")
+    return p
+
+
+def add_export_parser(sub) -> None:
+    e = _checkpoint_parser(
+        sub,
+        "export-hf",
+        "write a run's checkpoint as a Hugging Face Llama folder (config, safetensors, tokenizer)",
+        EXPORT_EXAMPLE,
+    )
+    e.add_argument(
+        "--out", required=True, help="the folder to write (AutoModelForCausalLM.from_pretrained(OUT))"
+    )
+    e.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="weights' dtype")
+    e.add_argument(
+        "--max-shard-size", default="5GB", help="split model.safetensors above this size (default 5GB)"
+    )
+
+
+def add_evaluate_parser(sub) -> None:
+    e = _checkpoint_parser(
+        sub,
+        "eval",
+        "loss, perplexity and bits per byte of a run's model on each component's held-out rows",
+        "examples:\n  datapipe eval out/dclm_phase3/runs/tiny\n"
+        "  datapipe eval runs/mix-1b-1a2b3c4d --step 5000 --components wiki,web\n",
+    )
+    e.add_argument("--components", help="comma-separated components (default: all)")
+    e.add_argument("--batch", type=int, default=8, help="rows per forward pass (default 8)")
+    e.add_argument("--json", action="store_true", help="print the record as JSON")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from datapipe.train.evaluate import evaluate_run, format_record
+
+    components = [c.strip() for c in args.components.split(",") if c.strip()] if args.components else None
+    record = evaluate_run(args.run_dir, args.step, components, args.batch)
+    print(json.dumps(record, sort_keys=True) if args.json else format_record(record))
+    return 0
+
+
+def cmd_export_hf(args: argparse.Namespace) -> int:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the gather happens on the host
+    from datapipe.train.hf import export_run, parse_size
+
+    done = export_run(args.run_dir, args.out, args.step, args.dtype, parse_size(args.max_shard_size))
+    print(
+        f"exported step {done['step']} of {args.run_dir} to {args.out} ({args.dtype}, {', '.join(done['files'])}); "
+        f"load it with AutoModelForCausalLM.from_pretrained({args.out!r})"
+    )
+    return 0
 
 
 def default_run_dir(mixture: str, model: str) -> str:
@@ -81,13 +153,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     from datapipe.train.trainer import Trainer
 
     over = parse_overrides(args.overrides)
+    if args.init_from:
+        over["init_from"] = args.init_from
     for key, value in (("mixture", args.mixture), ("model", args.model), ("steps", args.steps)):
         if value is not None:
             over[key] = value
     if args.run_dir:
         over["run_dir"] = args.run_dir
     elif "run_dir" not in over and args.config is None:
-        over["run_dir"] = default_run_dir(str(over.get("mixture", "")), str(over.get("model", "model")))
+        model = over.get("model") or (args.init_from or "model").split(":", 1)[-1].rstrip("/").split("/")[-1]
+        over["run_dir"] = default_run_dir(str(over.get("mixture", "")), str(model))
     cfg = load_train_config(args.config, over)
     if jax.process_index() == 0:
         print(f"run folder: {cfg.run_dir}", flush=True)

@@ -14,9 +14,9 @@ from typing import Any
 from datapipe.config.env import expand_tree
 from datapipe.config.schema import validate
 from datapipe.config.yamlio import load_yaml
-from datapipe.errors import ConfigError
+from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
-from datapipe.train.model import PRESETS, ModelConfig
+from datapipe.train.model import PRESETS, ModelConfig, RopeScaling
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,11 @@ class LoaderSettings:
 
 @dataclass(frozen=True)
 class ValidationConfig:
+    """Validation losses during training, on the held-out rows: ``holdout`` sequences of each component (at most a
+    tenth of it; chosen by the manifest's seed, the same for every run) never enter a training batch, and
+    ``datapipe eval`` measures them all. ``components``/``every``/``batches`` set the trainer's periodic check."""
+
+    holdout: int = 64
     components: tuple[str, ...] = ()
     every: int = 0
     batches: int = 2
@@ -95,6 +100,7 @@ class TrainConfig:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     log_every: int = 1
     phases: tuple[PhaseConfig, ...] = ()
+    init_from: str | None = None  # hf:DIR | run:DIR[@STEP]: the parameters a new run starts from
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self)))
@@ -127,8 +133,26 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _model(spec: Any, file: str) -> ModelConfig:
-    spec = {"preset": spec} if isinstance(spec, str) else dict(spec)
+def _model(spec: Any, file: str, init_from: str | None = None) -> ModelConfig:
+    """The model: a preset with fields changed, fields alone, or (``init_from``) the source's shape with the run's
+    settings that change no shape."""
+    if spec is None and init_from is None:
+        raise ConfigError(
+            file, "model", "missing: a preset (" + ", ".join(PRESETS) + "), its fields, or init_from: hf:DIR"
+        )
+    spec = {"preset": spec} if isinstance(spec, str) else dict(spec or {})
+    if isinstance(spec.get("rope_scaling"), dict):
+        spec["rope_scaling"] = RopeScaling(**spec["rope_scaling"])
+    if init_from is not None:
+        from datapipe.train.hf import with_shape_of
+        from datapipe.train.init import InitFrom, source_model
+
+        if "preset" in spec:
+            raise ConfigError(file, "model", f"the shape comes from init_from {init_from}: drop the preset")
+        try:
+            return with_shape_of(source_model(InitFrom.parse(init_from, file)), spec)
+        except DatapipeError as e:
+            raise ConfigError(file, "init_from", str(e)) from None
     name = spec.pop("preset", None)
     if name is None:
         base = ModelConfig("custom", 0, 0, 1, 1, 0)
@@ -178,7 +202,7 @@ def load_train_config(path: str | None, overrides: dict[str, Any]) -> TrainConfi
         "phases",
     }
     return TrainConfig(
-        model=_model(doc["model"], file),
+        model=_model(doc.get("model"), file, doc.get("init_from")),
         optimizer=OptimizerConfig(lr=lr, **opt),
         checkpoint=CheckpointConfig(**doc.get("checkpoint", {})),
         loader=LoaderSettings(**doc.get("loader", {})),

@@ -96,3 +96,15 @@ def console_line(r: dict[str, Any]) -> str:
     if "val_loss" in r:
         parts.append("val " + " ".join(f"{k}={v:.4f}" for k, v in r["val_loss"].items()))
     return "  ".join(parts)
+
+
+EVAL_FILE = "eval.jsonl"  # beside metrics.jsonl: one record per `datapipe eval`
+
+
+def read_evals(run_dir: str) -> list[dict[str, Any]]:
+    """A run's evaluations (``datapipe eval``), oldest first; none when it was never evaluated."""
+    path = os.path.join(run_dir, EVAL_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

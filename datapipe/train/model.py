@@ -39,6 +39,18 @@ NO_DECAY = ("final_norm", "layers/attn_norm", "layers/mlp_norm")
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """Llama 3.1's rotary frequency scaling (``rope_type: llama3``): wavelengths longer than
+    ``original_max_position_embeddings / low_freq_factor`` are stretched by ``factor``, those shorter than
+    ``.../ high_freq_factor`` are kept, and the band between is interpolated. Llama-3.2-1B: 32, 1, 4, 8192."""
+
+    factor: float = 32.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 8192
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     name: str
     d_model: int
@@ -50,10 +62,12 @@ class ModelConfig:
     vocab_size: int = 0  # 0: the manifest tokenizer's, rounded up to a multiple of 128
     tie_embeddings: bool = False
     rope_theta: float = 10_000.0
+    rope_scaling: RopeScaling | None = None
     norm_eps: float = 1e-5
     compute_dtype: str = "bfloat16"
     remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch
     init_std: float = 0.02
+    context_length: int = 0  # the context a model states (an imported one's); 0: the length it is trained on
 
     @property
     def dh(self) -> int:
@@ -146,10 +160,28 @@ def _rms_norm(x: jax.Array, scale: jax.Array, eps: float) -> jax.Array:
     return (y * scale).astype(x.dtype)
 
 
-def _rotary(x: jax.Array, positions: jax.Array, theta: float) -> jax.Array:
+def rope_frequencies(cfg: ModelConfig) -> jax.Array:
+    """The rotary inverse frequencies ``[head_dim / 2]`` (float32), with Llama 3's scaling when configured; the
+    same formula, in the same order of float32 operations, as ``transformers``' ``_compute_llama3_parameters``."""
+    dh = cfg.dh
+    freqs = 1.0 / (cfg.rope_theta ** (jnp.arange(0, dh, 2, dtype=jnp.float32) / dh))
+    s = cfg.rope_scaling
+    if s is None:
+        return freqs
+    low_wavelen = s.original_max_position_embeddings / s.low_freq_factor
+    high_wavelen = s.original_max_position_embeddings / s.high_freq_factor
+    wavelen = 2 * np.pi / freqs
+    scaled = jnp.where(wavelen > low_wavelen, freqs / s.factor, freqs)
+    smooth = (s.original_max_position_embeddings / wavelen - s.low_freq_factor) / (
+        s.high_freq_factor - s.low_freq_factor
+    )
+    smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return jnp.where(medium, smoothed, scaled)
+
+
+def _rotary(x: jax.Array, positions: jax.Array, freqs: jax.Array) -> jax.Array:
     """Rotate-half rotary embeddings (Llama's convention) on ``[batch, seq, heads, head_dim]``."""
-    dh = x.shape[-1]
-    freqs = 1.0 / (theta ** (jnp.arange(0, dh, 2, dtype=jnp.float32) / dh))
     angles = positions[..., None].astype(jnp.float32) * freqs  # [batch, seq, dh/2]
     cos = jnp.cos(angles)[:, :, None, :]
     sin = jnp.sin(angles)[:, :, None, :]
@@ -171,7 +203,8 @@ def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype) -> jax.Array:
     q = jnp.einsum("btd,dhk->bthk", x, lp["wq"].astype(dtype))
     k = jnp.einsum("btd,dhk->bthk", x, lp["wk"].astype(dtype))
     v = jnp.einsum("btd,dhk->bthk", x, lp["wv"].astype(dtype))
-    q, k = _rotary(q, positions, cfg.rope_theta), _rotary(k, positions, cfg.rope_theta)
+    freqs = rope_frequencies(cfg)
+    q, k = _rotary(q, positions, freqs), _rotary(k, positions, freqs)
     groups = cfg.n_heads // cfg.n_kv_heads
     q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
     scores = jnp.einsum("bqkgd,bskd->bkgqs", q, k).astype(jnp.float32) / np.sqrt(cfg.dh)

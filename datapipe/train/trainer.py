@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import jax
@@ -29,12 +29,12 @@ from datapipe.io import fs
 from datapipe.store.manifest import MANIFEST, read_manifest
 from datapipe.train.checkpoint import Checkpoints, abstract_like
 from datapipe.train.config import TrainConfig
+from datapipe.train.hf import check_fits
+from datapipe.train.init import RUN_FILE, InitFrom, load_params, read_run
 from datapipe.train.metrics import MetricsLog, console_line, device_peak_tflops
 from datapipe.train.model import ModelConfig, init_params, loss_sums
 from datapipe.train.optim import make_optimizer
 from datapipe.train.sharding import BATCH_AXES, batch_sharding, make_mesh, param_shardings, replicated
-
-RUN_FILE = "run.json"
 
 
 @dataclass
@@ -87,6 +87,7 @@ class Trainer:
             packing=cfg.loader.packing,
             prefetch=cfg.loader.prefetch,
             batch_axes=BATCH_AXES,
+            holdout=cfg.validation.holdout,
         )
         self.optimizer, self.schedule = make_optimizer(cfg.optimizer, cfg.phases, cfg.steps)
         key = jax.random.PRNGKey(cfg.seed)
@@ -115,6 +116,7 @@ class Trainer:
         self.activation_sharding = jax.sharding.NamedSharding(
             self.mesh, PartitionSpec(BATCH_AXES, None, None)
         )
+        self.check_init_from()
 
     # --- state and step ------------------------------------------------------------------------------------
     def _init_state(self, key):
@@ -122,7 +124,30 @@ class Trainer:
         return {"params": params, "opt": self.optimizer.init(params), "step": jnp.zeros((), jnp.int32)}
 
     def init_state(self):
-        return self._init(jax.random.PRNGKey(self.cfg.seed))
+        if self.cfg.init_from is None:
+            return self._init(jax.random.PRNGKey(self.cfg.seed))
+        params = load_params(InitFrom.parse(self.cfg.init_from), self.model, self.abstract_state["params"])
+        start = jax.jit(
+            lambda p: {"params": p, "opt": self.optimizer.init(p), "step": jnp.zeros((), jnp.int32)},
+            out_shardings=self.state_shardings,
+        )
+        return start(params)
+
+    def check_init_from(self) -> None:
+        """Refuse, before any step, a source whose tokens are not the mixture's or whose vocabulary is too small."""
+        if self.cfg.init_from is None:
+            return
+        init = InitFrom.parse(self.cfg.init_from)
+        if init.kind == "hf":
+            check_fits(self.model, init.path, self.manifest, fs.parent(self.manifest_url))
+            return
+        source = read_manifest(manifest_url(str(read_run(init.path)["manifest"])))["tokenizer"]
+        ours = self.manifest["tokenizer"]
+        if source["sha256"] != ours["sha256"]:
+            raise DatapipeError(
+                f"init_from {self.cfg.init_from}: that run's tokenizer ({source['name']}, sha256 "
+                f"{source['sha256'][:12]}) is not this mixture's ({ours['name']}, {ours['sha256'][:12]})"
+            )
 
     def _train_step(self, state, batch, accum: int):
         cfg = self.cfg
@@ -189,6 +214,8 @@ class Trainer:
                 phases=[Phase(0, {name: 1.0}, v.global_batch)],
                 batch_axes=BATCH_AXES,
                 prefetch=0,
+                holdout=v.holdout,
+                split="heldout" if v.holdout else "train",
             )
             for name in v.components
         }
@@ -218,7 +245,7 @@ class Trainer:
         os.makedirs(self.cfg.run_dir, exist_ok=True)
         doc = {
             "config": self.cfg.to_dict(),
-            "model": self.model.__dict__,
+            "model": asdict(self.model),
             "seq_len": self.seq_len,
             "manifest": os.path.abspath(self.manifest_url),
             "manifest_sha256": hashlib.sha256(fs.read_bytes(self.manifest_url)).hexdigest(),
@@ -230,6 +257,7 @@ class Trainer:
             "processes": jax.process_count(),
             "devices": [str(d) for d in self.mesh.devices.flat],
             "params": self.model.num_params(),
+            "heldout": {c["name"]: c["heldout"] for c in self.loader.describe()},
             "flops_per_token": self.flops_per_token,
         }
         fs.write_text_atomic(
@@ -247,7 +275,7 @@ class Trainer:
         problems = []
         if old.get("manifest_sha256") not in (None, sha):
             problems.append(f"manifest {old.get('manifest', '?')} (sha256 {old['manifest_sha256'][:12]})")
-        model = json.loads(json.dumps(self.model.__dict__))  # as run.json holds it (tuples become lists)
+        model = json.loads(json.dumps(asdict(self.model)))  # as run.json holds it (tuples become lists)
         if old.get("model") not in (None, model):
             changed = sorted(
                 k for k in model.keys() | old["model"].keys() if old["model"].get(k) != model.get(k)

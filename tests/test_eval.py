@@ -1,0 +1,139 @@
+"""Held-out rows and ``datapipe eval``: training never reads a held-out sequence, every run of a manifest holds out
+the same ones, evaluation reads each once and is deterministic, bits per byte count the target tokens' bytes, and
+the report and the browser show the result."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from datapipe.data.loader import MixtureLoader, held_out
+from datapipe.errors import DatapipeError
+from datapipe.train.config import load_train_config, parse_overrides
+from datapipe.train.evaluate import evaluate_run, target_bytes, target_runs
+from datapipe.train.metrics import read_evals
+from datapipe.train.trainer import Trainer
+from tests.conftest import REPO
+
+
+def test_target_runs_are_the_tokens_the_loss_predicts():
+    seg = np.array([[0, 0, 0, 1, 1, -1, -1], [3, 4, 4, 4, 5, 5, 5]])
+    assert target_runs(seg) == [(0, 1, 3), (0, 4, 5), (1, 2, 4), (1, 5, 7)]
+    ids = np.array([[10, 11, 12, 13, 14, 0, 0], [1, 2, 3, 4, 5, 6, 7]])
+    seen = []
+    assert target_bytes(ids, seg, lambda runs: seen.extend(runs) or ["é" * len(r) for r in runs]) == 2 * 7
+    assert seen == [[11, 12], [14], [3, 4], [6, 7]]
+
+
+@pytest.fixture(scope="module")
+def manifest(built_small) -> str:
+    return str(built_small[0] / "mixture.json")
+
+
+def test_training_never_reads_a_held_out_sequence(manifest):
+    base = MixtureLoader(manifest, 64, 8, seed=3, prefetch=0)
+    train = MixtureLoader(manifest, 64, 8, seed=3, prefetch=0, holdout=16)
+    other_seed = MixtureLoader(manifest, 64, 8, seed=9, prefetch=0, holdout=16, split="heldout")
+    for i, name in enumerate(train.components):
+        total = base.describe()[i]["sequences"]
+        heldout = set(train.heldout_sequences(name).tolist())
+        assert len(heldout) == held_out(total, 16) == min(16, total // 10) and len(heldout) > 0, name
+        assert (
+            set(other_seed.heldout_sequences(name).tolist()) == heldout
+        )  # the manifest's choice, not the run's
+        assert train.describe()[i]["sequences"] == total - len(heldout)
+        drawn = set()
+        for step in range(5000):  # until one epoch of this component has gone by
+            comp, seq = train.plan(step)
+            drawn.update(seq[comp == i].tolist())
+            if len(drawn) >= total - len(heldout):
+                break
+        assert not drawn & heldout, name
+        assert drawn == set(range(total)) - heldout, name
+    # no holdout: the loader draws exactly what it drew before held-out rows existed
+    zero = MixtureLoader(manifest, 64, 8, seed=3, prefetch=0, holdout=0)
+    for step in range(5):
+        assert all(np.array_equal(a, b) for a, b in zip(base.plan(step), zero.plan(step), strict=True))
+
+
+BASE = ["seq_len=64", "global_batch=8", "mesh.data=8", "checkpoint.every=4", "optimizer.lr.lr=0.003"]
+
+
+def _cfg(manifest: str, run_dir: Path, steps: int, *extra: str):
+    over = parse_overrides([*BASE, *extra])
+    over.update(mixture=manifest, model="tiny", steps=steps, run_dir=str(run_dir))
+    return load_train_config(None, over)
+
+
+@pytest.fixture(scope="module")
+def trained(manifest, tmp_path_factory):
+    """8 steps of the tiny model with the trainer's validation on held-out rows, checkpoints at 4 and 8."""
+    run = tmp_path_factory.mktemp("eval-run")
+    cfg = _cfg(
+        manifest, run, 8, "validation.holdout=16", "validation.every=4", "validation.components=[prose]"
+    )
+    Trainer(cfg, verbose=False).train()
+    return run
+
+
+def test_eval_measures_every_held_out_row_once_and_repeats_exactly(manifest, trained):
+    first = evaluate_run(str(trained), step=4)
+    again = evaluate_run(str(trained), step=4)
+    last = evaluate_run(str(trained))
+    assert last["step"] == 8 and first["step"] == 4
+    assert [r["step"] for r in read_evals(str(trained))] == [4, 4, 8]
+    loader = MixtureLoader(manifest, 64, 8, seed=0, prefetch=0, holdout=16, split="heldout")
+    for name, entry in first["components"].items():
+        assert entry == again["components"][name]  # same rows, same numbers
+        sequences = loader.heldout_sequences(name)
+        assert entry["sequences"] == len(sequences) > 0
+        ids, seg = loader.read_sequences(name, sequences)
+        targets = sum(b - a for _, a, b in target_runs(seg))
+        assert entry["tokens"] == targets
+        assert math.isclose(entry["perplexity"], math.exp(entry["loss"]), rel_tol=1e-12)
+        bits = entry["loss"] * entry["tokens"] / math.log(2)
+        assert math.isclose(entry["bits_per_byte"], bits / entry["bytes"], rel_tol=1e-12)
+        assert entry["tokens"] > 1 and 2 * entry["tokens"] < entry["bytes"] < 10 * entry["tokens"]
+        assert last["components"][name]["loss"] < entry["loss"], name  # four more steps of training show
+    val = [
+        r["val_loss"]["prose"]
+        for r in map(json.loads, (trained / "metrics.jsonl").read_text().splitlines())
+        if "val_loss" in r
+    ]
+    assert len(val) == 2  # the trainer's own validation ran on the held-out split
+
+
+def test_eval_command_prints_a_table_and_the_report_and_browser_show_it(built_small, trained, tmp_path):
+    out = built_small[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "datapipe.cli", "eval", str(trained), "--components", "prose"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "bits/byte" in done.stdout and "\nprose " in done.stdout
+    page = tmp_path / "r.html"
+    report = subprocess.run(
+        [sys.executable, "-m", "datapipe.cli", "report", str(out), "--html", str(page), "--run", str(trained)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    html = page.read_text()
+    section = html[html.index('<section id="runs">') :]
+    assert "Held-out rows at step 8" in section and "<td>prose</td>" in section
+    from datapipe.browse.runs import loss_curve
+
+    assert loss_curve(str(trained))["eval"]["components"].keys() == {"prose"}
+
+
+def test_eval_refuses_a_run_that_held_out_nothing_or_an_unknown_component(manifest, trained, tmp_path):
+    Trainer(_cfg(manifest, tmp_path, 4, "validation.holdout=0"), verbose=False).train()
+    with pytest.raises(DatapipeError, match="held out no rows"):
+        evaluate_run(str(tmp_path))
+    with pytest.raises(DatapipeError, match="no component nope"):
+        evaluate_run(str(trained), components=["nope"])
