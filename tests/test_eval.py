@@ -126,9 +126,14 @@ def test_eval_command_prints_a_table_and_the_report_and_browser_show_it(built_sm
     html = page.read_text()
     section = html[html.index('<section id="runs">') :]
     assert "Held-out rows at step 8" in section and "<td>prose</td>" in section
-    from datapipe.browse.runs import loss_curve
+    from starlette.testclient import TestClient
 
-    assert loss_curve(str(trained))["eval"]["components"].keys() == {"prose"}
+    from datapipe.browse.app import create_app
+
+    app = create_app(str(out), str(tmp_path / "index"), [str(trained)], say=lambda _: None)
+    runs = TestClient(app).get("/runs")
+    assert runs.status_code == 200
+    assert "Held-out rows at step 8" in runs.text and "<td>prose</td>" in runs.text
 
 
 def test_eval_refuses_a_run_that_held_out_nothing_or_an_unknown_component(manifest, trained, tmp_path):
