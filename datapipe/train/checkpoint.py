@@ -11,6 +11,7 @@ one device.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -102,5 +103,34 @@ def restore_run_params(run_dir: str, step: int | None, cfg: Any, device: Any = N
         )
         restored = manager.restore(step, args=restore)
         return step, restored["params"]
+    finally:
+        manager.close()
+
+
+def iter_run_params(run_dir: str, step: int, cfg: Any) -> Iterator[tuple[str, Any]]:
+    """(path, host array) of each parameter of a run's checkpoint at ``step``, one at a time: each read by an
+    orbax partial restore of that parameter alone and gathered whole onto the host, so that memory holds one
+    parameter, not the model (an 8B model's largest is a stacked MLP matrix, 23% of it)."""
+    import numpy as np
+
+    from datapipe.train.model import init_params, param_paths
+
+    shapes = param_paths(jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0)))
+    single = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
+    try:
+        for path, shape in shapes.items():
+            head, _, leaf = path.partition("/")
+            one = jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=single)
+            abstract = {"params": {head: {leaf: one}} if leaf else {head: one}}
+            restore = ocp.args.PyTreeRestore(
+                item=abstract,
+                restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+                partial_restore=True,
+            )
+            params = manager.restore(step, args=restore)["params"]
+            array = params[head][leaf] if leaf else params[head]
+            yield path, np.asarray(jax.device_get(array))
+            del params, array
     finally:
         manager.close()

@@ -22,10 +22,13 @@ datapipe                    Hugging Face                                        
 Rotary embeddings need no permutation: ours rotate the two halves of each head (Llama's rotate-half convention, as
 ``transformers`` computes it), not interleaved pairs as Meta's original checkpoints do.
 
-Writing goes one tensor at a time from host arrays, a safetensors file at a time (``max_shard_bytes``, 5 GB as
-``save_pretrained``'s default, with ``model.safetensors.index.json`` when there are several), so an export holds the
-parameters once plus one shard in the asked-for dtype, never two copies of the model. Reading fills the stacked
-layer arrays one tensor at a time, in float32.
+An export reads the checkpoint one parameter at a time (orbax partial restores; never the optimizer state) and
+writes a safetensors file at a time (``max_shard_bytes``, 5 GB as ``save_pretrained``'s default, with
+``model.safetensors.index.json`` when there are several), so the host holds one parameter (a few times its size
+while orbax reads it) and one shard, not the model. A stacked layer weight holds every layer: the largest of an
+8B model is each of its stacked MLP matrices, 23% of it. Measured with 200 MB shards, peak RSS: the ``150m``
+preset (686 MiB of float32 parameters) 1,161 MiB, against 1,539 MiB when the parameters were restored whole; the
+same with 24 layers (1,097 MiB of parameters) 1,223 MiB. Reading fills the stacked layer arrays one tensor at a time, in float32.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -236,7 +239,7 @@ def read_llama_config(folder: str) -> ModelConfig:
 # --- weights ----------------------------------------------------------------------------------------------------
 
 
-def _hf_tensors(
+def hf_tensors(
     cfg: ModelConfig, get: Callable[[str, int | None], np.ndarray]
 ) -> Iterator[tuple[str, np.ndarray]]:
     """(Hugging Face name, tensor) in the order ``save_pretrained`` writes them: embeddings, layer by layer, the
@@ -251,6 +254,18 @@ def _hf_tensors(
         yield hf_name("lm_head"), to_hf("lm_head", get("lm_head", None))
 
 
+def leaf_tensors(leaves: Iterable[tuple[str, np.ndarray]]) -> Iterator[tuple[str, np.ndarray]]:
+    """(Hugging Face name, tensor) from our parameters given one at a time (``layers/...`` ones split by layer):
+    the order in which an export that holds one parameter at a time writes them (the index maps every name to its
+    file, so the order is free)."""
+    for path, x in leaves:
+        if path.startswith("layers/"):
+            for i in range(x.shape[0]):
+                yield hf_name(path, i), to_hf(path, x[i])
+        else:
+            yield hf_name(path), to_hf(path, x)
+
+
 def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
     import ml_dtypes
 
@@ -259,15 +274,14 @@ def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def write_weights(
-    cfg: ModelConfig,
-    get: Callable[[str, int | None], np.ndarray],
+    tensors: Iterable[tuple[str, np.ndarray]],
     out_dir: str,
     dtype: str = "float32",
     max_shard_bytes: int = MAX_SHARD_BYTES,
 ) -> list[str]:
-    """Write the safetensors file(s) of the model whose arrays ``get`` gives; return the file names. One shard's
-    tensors are held at a time; several shards get ``model.safetensors.index.json`` as ``save_pretrained`` writes
-    it (``metadata.total_size`` and a ``weight_map``)."""
+    """Write the safetensors file(s) of these (Hugging Face name, tensor) pairs; return the file names. One
+    shard's tensors are held at a time; several shards get ``model.safetensors.index.json`` as ``save_pretrained``
+    writes it (``metadata.total_size`` and a ``weight_map``)."""
     from safetensors.numpy import save_file
 
     if dtype not in DTYPES:
@@ -289,7 +303,7 @@ def write_weights(
         shards.append(list(pending))
         pending, size = {}, 0
 
-    for name, x in _hf_tensors(cfg, get):
+    for name, x in tensors:
         arr = _cast(x, dtype)
         if pending and size + arr.nbytes > max_shard_bytes:
             flush()
@@ -492,14 +506,11 @@ def export_run(
     max_shard_bytes: int = MAX_SHARD_BYTES,
 ) -> dict[str, Any]:
     """Write a run's checkpoint (the latest, or ``step``) as a Hugging Face Llama folder; return what was written.
-    The parameters are gathered onto the host once (only they: not the optimizer state), and written a shard at a
-    time."""
-    import jax
-
+    The parameters are read one at a time (never the optimizer state), each gathered whole onto the host from
+    whatever mesh wrote it, and written a shard at a time: the host holds the largest parameter and one shard."""
     from datapipe.store.manifest import read_manifest
-    from datapipe.train.checkpoint import checkpoint_step, restore_run_params
+    from datapipe.train.checkpoint import checkpoint_step, iter_run_params
     from datapipe.train.init import model_from_dict, read_run
-    from datapipe.train.model import param_paths
 
     if dtype not in DTYPES:
         raise DatapipeError(f"--dtype {dtype!r}: one of {', '.join(DTYPES)}")
@@ -511,14 +522,7 @@ def export_run(
     tokenizer = tokenizer_file(identity, fs.parent(manifest_path))
     step = checkpoint_step(run_dir, step)  # a wrong step is said before the export folder is made
     fs.check_writable(out_dir, "export folder")
-    step, params = restore_run_params(run_dir, step, cfg)
-    flat = param_paths(params)
-
-    def get(path: str, layer: int | None) -> np.ndarray:
-        x = flat[path] if layer is None else flat[path][layer]
-        return np.asarray(jax.device_get(x))
-
-    files = write_weights(cfg, get, out_dir, dtype, max_shard_bytes)
+    files = write_weights(leaf_tensors(iter_run_params(run_dir, step, cfg)), out_dir, dtype, max_shard_bytes)
     seq_len = int(run["seq_len"])
     config = llama_config(cfg, seq_len, dtype, identity.get("bos_id"), identity.get("eos_id"))
     fs.write_text_atomic(os.path.join(out_dir, CONFIG), json.dumps(config, indent=2) + "\n")
