@@ -263,6 +263,24 @@ def test_import_of_an_export_trains_like_the_checkpoint_it_came_from(exported, t
     assert doc["config"]["init_from"] == f"hf:{out}"
 
 
+def test_a_run_started_from_a_folder_resumes_without_it(exported, tmp_path):
+    """The source is needed to start, not to resume: with the folder gone, the run goes on from its own
+    checkpoint, to the same losses as a run that never stopped."""
+    import shutil
+
+    manifest, _, out = exported
+    source = tmp_path / "src"
+    shutil.copytree(out, source)
+    spec = f"init_from=hf:{source}"
+    first = Trainer(_cfg(manifest, tmp_path / "r", 5, spec, model=None), verbose=False).train(until=3)
+    shutil.rmtree(source)
+    rest = Trainer(_cfg(manifest, tmp_path / "r", 5, spec, model=None), verbose=False).train()
+    straight = Trainer(
+        _cfg(manifest, tmp_path / "s", 5, f"init_from=hf:{out}", model=None), verbose=False
+    ).train()
+    assert {**first.losses, **rest.losses} == straight.losses and min(rest.losses) == 4
+
+
 def test_import_refuses_another_tokenizer_or_a_preset(exported, tmp_path):
     manifest, _, out = exported
     other = tmp_path / "other"

@@ -133,9 +133,10 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _model(spec: Any, file: str, init_from: str | None = None) -> ModelConfig:
+def _model(spec: Any, file: str, init_from: str | None = None, run_dir: str | None = None) -> ModelConfig:
     """The model: a preset with fields changed, fields alone, or (``init_from``) the source's shape with the run's
-    settings that change no shape."""
+    settings that change no shape. A run that started from a source and has checkpoints takes the shape from its
+    own ``run.json``: resuming needs the run, not the source (which may be gone by then)."""
     if spec is None and init_from is None:
         raise ConfigError(
             file, "model", "missing: a preset (" + ", ".join(PRESETS) + "), its fields, or init_from: hf:DIR"
@@ -145,12 +146,15 @@ def _model(spec: Any, file: str, init_from: str | None = None) -> ModelConfig:
         spec["rope_scaling"] = RopeScaling(**spec["rope_scaling"])
     if init_from is not None:
         from datapipe.train.hf import with_shape_of
-        from datapipe.train.init import InitFrom, source_model
+        from datapipe.train.init import InitFrom, has_checkpoint, model_from_dict, read_run, source_model
 
         if "preset" in spec:
             raise ConfigError(file, "model", f"the shape comes from init_from {init_from}: drop the preset")
         try:
-            return with_shape_of(source_model(InitFrom.parse(init_from, file)), spec)
+            init = InitFrom.parse(init_from, file)
+            if run_dir is not None and has_checkpoint(run_dir):
+                return with_shape_of(model_from_dict(read_run(run_dir)["model"]), spec)
+            return with_shape_of(source_model(init), spec)
         except DatapipeError as e:
             raise ConfigError(file, "init_from", str(e)) from None
     name = spec.pop("preset", None)
@@ -202,7 +206,7 @@ def load_train_config(path: str | None, overrides: dict[str, Any]) -> TrainConfi
         "phases",
     }
     return TrainConfig(
-        model=_model(doc.get("model"), file, doc.get("init_from")),
+        model=_model(doc.get("model"), file, doc.get("init_from"), doc.get("run_dir")),
         optimizer=OptimizerConfig(lr=lr, **opt),
         checkpoint=CheckpointConfig(**doc.get("checkpoint", {})),
         loader=LoaderSettings(**doc.get("loader", {})),

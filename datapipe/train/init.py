@@ -58,6 +58,16 @@ def read_run(run_dir: str) -> dict[str, Any]:
     return dict(json.loads(fs.read_text(path)))
 
 
+def has_checkpoint(run_dir: str) -> bool:
+    """Whether a run folder has a run.json and a checkpoint: a run that has started (its source no longer needed)."""
+    checkpoints = os.path.join(run_dir, "checkpoints")
+    return (
+        fs.exists(os.path.join(run_dir, RUN_FILE))
+        and os.path.isdir(checkpoints)
+        and any(name.isdigit() for name in os.listdir(checkpoints))
+    )
+
+
 def source_model(init: InitFrom) -> ModelConfig:
     """The model config of the source (its shape fixes the run's)."""
     if init.kind == "hf":

@@ -30,7 +30,7 @@ from datapipe.store.manifest import MANIFEST, read_manifest
 from datapipe.train.checkpoint import Checkpoints, abstract_like
 from datapipe.train.config import TrainConfig
 from datapipe.train.hf import check_fits
-from datapipe.train.init import RUN_FILE, InitFrom, load_params, read_run
+from datapipe.train.init import RUN_FILE, InitFrom, has_checkpoint, load_params, read_run
 from datapipe.train.metrics import MetricsLog, console_line, device_peak_tflops
 from datapipe.train.model import ModelConfig, init_params, loss_sums
 from datapipe.train.optim import make_optimizer
@@ -116,7 +116,8 @@ class Trainer:
         self.activation_sharding = jax.sharding.NamedSharding(
             self.mesh, PartitionSpec(BATCH_AXES, None, None)
         )
-        self.check_init_from()
+        if self.cfg.init_from is not None and not has_checkpoint(cfg.run_dir):
+            self.check_init_from()  # a run that has started resumes from its own checkpoints, not the source
 
     # --- state and step ------------------------------------------------------------------------------------
     def _init_state(self, key):
