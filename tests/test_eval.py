@@ -26,9 +26,30 @@ def test_target_runs_are_the_tokens_the_loss_predicts():
     seg = np.array([[0, 0, 0, 1, 1, -1, -1], [3, 4, 4, 4, 5, 5, 5]])
     assert target_runs(seg) == [(0, 1, 3), (0, 4, 5), (1, 2, 4), (1, 5, 7)]
     ids = np.array([[10, 11, 12, 13, 14, 0, 0], [1, 2, 3, 4, 5, 6, 7]])
+    table = np.arange(20) * 10  # token i is i*10 bytes
+    assert target_bytes(ids, seg, table) == 110 + 120 + 140 + 30 + 40 + 60 + 70
     seen = []
+    # without a table: each run decoded after the token before it, less that token's own bytes
     assert target_bytes(ids, seg, lambda runs: seen.extend(runs) or ["é" * len(r) for r in runs]) == 2 * 7
-    assert seen == [[11, 12], [14], [3, 4], [6, 7]]
+    assert seen[:4] == [[10, 11, 12], [13, 14], [2, 3, 4], [5, 6, 7]] and seen[4:] == [[10], [13], [2], [5]]
+
+
+def test_byte_lengths_of_a_byte_level_bpe_are_its_decoded_bytes(built_small):
+    """GPT-2's table against decoding: for whole texts the bytes are the same, in any script, and a token that
+    cuts a character in two still counts its own byte (decoding alone would make it a 3-byte U+FFFD)."""
+    from tokenizers import Tokenizer
+
+    from datapipe.train.evaluate import byte_lengths
+
+    path = built_small[0] / "tokenizer.json"
+    tok = Tokenizer.from_file(str(path))
+    table = byte_lengths(path.read_text())
+    assert table is not None and table[tok.token_to_id("<|endoftext|>")] == 0
+    for text in ("Hello world", "naïve café — 東京 💡", "def f(x):\n    return x\t# ok"):
+        ids = tok.encode(text).ids
+        assert int(table[ids].sum()) == len(text.encode("utf-8")), text
+    emoji = tok.encode("💡").ids
+    assert len(emoji) > 1 and int(table[emoji[:1]].sum()) < 3
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +163,37 @@ def test_eval_refuses_a_run_that_held_out_nothing_or_an_unknown_component(manife
         evaluate_run(str(tmp_path))
     with pytest.raises(DatapipeError, match="no component nope"):
         evaluate_run(str(trained), components=["nope"])
+
+
+def test_eval_reads_the_rows_of_the_runs_own_packing(manifest, tmp_path):
+    """With ``loader.packing=document`` the sequences are other spans than with ``concat``: eval measures the
+    ones the run held out (those of its own layout), never spans that training read."""
+    cfg = _cfg(manifest, tmp_path, 2, "validation.holdout=16", "loader.packing=document")
+    Trainer(cfg, verbose=False).train()
+    record = evaluate_run(str(tmp_path))
+    layout = MixtureLoader(manifest, 64, 8, seed=0, prefetch=0, packing="document", holdout=16)
+    concat = MixtureLoader(manifest, 64, 8, seed=0, prefetch=0, holdout=16)
+    assert any(
+        layout.describe()[i]["sequences"] != concat.describe()[i]["sequences"]
+        for i in range(len(layout.components))
+    )
+    for i, name in enumerate(layout.components):
+        held = layout.heldout_sequences(name)
+        _, seg = layout.read_sequences(name, held)
+        assert record["components"][name]["tokens"] == sum(b - a for _, a, b in target_runs(seg)), name
+        starts, lengths = layout._comps[i].layout.spans(held)
+        held_tokens = {t for s, n in zip(starts, lengths, strict=True) for t in range(int(s), int(s + n))}
+        trained = set()
+        for step in range(50):
+            comp, seq = layout.plan(step)
+            s2, n2 = layout._comps[i].layout.spans(seq[comp == i])
+            trained.update(t for s, n in zip(s2, n2, strict=True) for t in range(int(s), int(s + n)))
+        assert not held_tokens & trained, name
+
+
+def test_resuming_with_other_held_out_rows_is_refused(manifest, tmp_path):
+    """Another holdout changes which rows train: a resumed run would go on with other data, and rows it trained
+    on could be counted as held out. One line, before any step."""
+    Trainer(_cfg(manifest, tmp_path, 2, "validation.holdout=16"), verbose=False).train()
+    with pytest.raises(DatapipeError, match="held-out rows"):
+        Trainer(_cfg(manifest, tmp_path, 4, "validation.holdout=8"), verbose=False).train()

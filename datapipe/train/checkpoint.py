@@ -83,19 +83,24 @@ def checkpoint_step(run_dir: str, step: int | None = None) -> int:
     return found
 
 
-def restore_run_params(run_dir: str, step: int | None, cfg: Any, device: Any = None) -> tuple[int, Any]:
-    """(step, parameters) of a run's checkpoint (the latest by default), gathered whole onto one device (the
-    first CPU device by default) whatever mesh wrote it. Only the parameters are read: the optimizer's moments,
+def restore_run_params(
+    run_dir: str, step: int | None, cfg: Any, device: Any = None, target: Any = None
+) -> tuple[int, Any]:
+    """(step, parameters) of a run's checkpoint (the latest by default), whatever mesh wrote it: placed as
+    ``target`` says (abstract arrays with shardings: each host reads only its shards), else gathered whole onto one
+    device (this host's first CPU device by default). Only the parameters are read: the optimizer's moments,
     twice their size, stay on disk."""
     from datapipe.train.model import init_params
 
-    device = device if device is not None else jax.devices("cpu")[0]
     step = checkpoint_step(run_dir, step)
     manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
     try:
-        shapes = jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0))
-        single = jax.sharding.SingleDeviceSharding(device)
-        abstract = {"params": abstract_like(shapes, jax.tree.map(lambda _: single, shapes))}
+        if target is None:
+            shapes = jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0))
+            device = device if device is not None else jax.local_devices(backend="cpu")[0]
+            single = jax.sharding.SingleDeviceSharding(device)
+            target = abstract_like(shapes, jax.tree.map(lambda _: single, shapes))
+        abstract = {"params": target}
         restore = ocp.args.PyTreeRestore(
             item=abstract,
             restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
@@ -116,7 +121,7 @@ def iter_run_params(run_dir: str, step: int, cfg: Any) -> Iterator[tuple[str, An
     from datapipe.train.model import init_params, param_paths
 
     shapes = param_paths(jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0)))
-    single = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    single = jax.sharding.SingleDeviceSharding(jax.local_devices(backend="cpu")[0])
     manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
     try:
         for path, shape in shapes.items():

@@ -89,6 +89,13 @@ def add_export_parser(sub) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be >= 1")
+    return value
+
+
 def add_evaluate_parser(sub) -> None:
     e = _checkpoint_parser(
         sub,
@@ -98,7 +105,7 @@ def add_evaluate_parser(sub) -> None:
         "  datapipe eval runs/mix-1b-1a2b3c4d --step 5000 --components wiki,web\n",
     )
     e.add_argument("--components", help="comma-separated components (default: all)")
-    e.add_argument("--batch", type=int, default=8, help="rows per forward pass (default 8)")
+    e.add_argument("--batch", type=_positive, default=8, help="rows per forward pass (default 8)")
     e.add_argument("--json", action="store_true", help="print the record as JSON")
 
 
@@ -174,6 +181,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                     shutil.rmtree(path)
                 elif os.path.exists(path):
                     os.remove(path)
+            if cfg.init_from:  # the shape came from the deleted run.json: take it from the source now
+                cfg = load_train_config(args.config, over)
     result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
     if args.coordinator or args.distributed:
         jax.distributed.shutdown()

@@ -36,15 +36,43 @@ def target_runs(segment_ids: np.ndarray) -> list[tuple[int, int, int]]:
     return out
 
 
-def target_bytes(input_ids: np.ndarray, segment_ids: np.ndarray, decode_batch: Any) -> int:
-    """UTF-8 bytes of the target tokens, decoded a run of consecutive targets at a time."""
+def byte_lengths(tokenizer_json: str) -> np.ndarray | None:
+    """UTF-8 bytes of every token id, for a byte-level BPE (GPT-2's, Llama 3's): each character of such a token's
+    string stands for one byte, so a target's bytes are exact whatever cuts a character or a word. Special tokens
+    count 0 (they decode to nothing). None for other tokenizers."""
+    doc = json.loads(tokenizer_json)
+    if (doc.get("decoder") or {}).get("type") != "ByteLevel" or not isinstance(
+        doc.get("model", {}).get("vocab"), dict
+    ):
+        return None
+    vocab: dict[str, int] = doc["model"]["vocab"]
+    size = max([*vocab.values(), *(t["id"] for t in doc.get("added_tokens", []))]) + 1
+    table = np.zeros(size, dtype=np.int64)
+    for token, i in vocab.items():
+        table[i] = len(token)
+    for added in doc.get("added_tokens", []):
+        table[added["id"]] = 0 if added.get("special") else len(added["content"].encode("utf-8"))
+    return table
+
+
+def target_bytes(input_ids: np.ndarray, segment_ids: np.ndarray, count: Any) -> int:
+    """UTF-8 bytes of the target tokens: from a byte-length table (``count`` an array), else by decoding each run
+    of consecutive targets after the token before it and taking away that token's own bytes (``count`` a
+    ``decode_batch``), so that a tokenizer that drops a leading space (SentencePiece's) does not lose it."""
     runs = target_runs(segment_ids)
-    texts = decode_batch([input_ids[r, a:b].tolist() for r, a, b in runs])
-    return sum(len(t.encode("utf-8")) for t in texts)
+    if isinstance(count, np.ndarray):
+        ids = np.clip(input_ids, 0, len(count) - 1)
+        return int(sum(count[ids[r, a:b]].sum() for r, a, b in runs))
+    with_context = count([input_ids[r, a - 1 : b].tolist() for r, a, b in runs])
+    context = count([input_ids[r, a - 1 : a].tolist() for r, a, b in runs])
+    return sum(
+        len(w.encode("utf-8")) - len(c.encode("utf-8")) for w, c in zip(with_context, context, strict=True)
+    )
 
 
-def _decoder(manifest: dict[str, Any], manifest_path: str) -> Any:
-    """The mixture tokenizer's ``decode_batch`` (the copy beside the manifest, or the file it names), or None."""
+def _byte_counter(manifest: dict[str, Any], manifest_path: str) -> Any:
+    """What :func:`target_bytes` counts with, from the mixture's tokenizer (the copy beside the manifest, or the
+    file it names); None when it cannot be found."""
     from tokenizers import Tokenizer
 
     from datapipe.train.hf import tokenizer_file
@@ -53,7 +81,11 @@ def _decoder(manifest: dict[str, Any], manifest_path: str) -> Any:
         path = tokenizer_file(manifest["tokenizer"], fs.parent(manifest_path))
     except DatapipeError:
         return None
-    tok = Tokenizer.from_str(fs.read_text(path))
+    text = fs.read_text(path)
+    table = byte_lengths(text)
+    if table is not None:
+        return table
+    tok = Tokenizer.from_str(text)
     return lambda seqs: tok.decode_batch(seqs, skip_special_tokens=True)
 
 
@@ -87,23 +119,37 @@ def evaluate_run(
     unknown = sorted(set(components or ()) - set(names))
     if unknown:
         raise DatapipeError(f"{run_dir}: no component {', '.join(unknown)} (components: {', '.join(names)})")
-    step, params = restore_run_params(run_dir, step, model, jax.devices()[0])
-    decode = _decoder(manifest, manifest_path)
-    losses = jax.jit(lambda p, ids, seg: loss_sums(p, {"input_ids": ids, "segment_ids": seg}, model)[1])
+    if batch < 1:
+        raise DatapipeError(f"--batch {batch}: must be >= 1")
     seq_len, seed = int(run["seq_len"]), int(config.get("seed", 0))
+    packing = str(config.get("loader", {}).get("packing", "concat"))
+    # the training layout (same sequence length and packing) and its split: what the run held out
+    phases = [
+        Phase(int(p["step"]), p["weights"], int(p["global_batch"])) for p in run.get("phases", [])
+    ] or None
+    layout = MixtureLoader(
+        manifest_path, seq_len, batch, seed, prefetch=0, packing=packing, holdout=holdout, phases=phases
+    )
+    recorded = run.get("heldout", {})
+    for name in names:
+        held = len(layout.heldout_sequences(name))
+        if name in recorded and recorded[name] != held:
+            raise DatapipeError(
+                f"{run_dir}: component {name!r} held out {recorded[name]} sequences in training, {held} now: "
+                "the manifest or the run's settings changed since"
+            )
+    step, params = restore_run_params(run_dir, step, model, jax.local_devices()[0])
+    counter = _byte_counter(manifest, manifest_path)
+    losses = jax.jit(lambda p, ids, seg: loss_sums(p, {"input_ids": ids, "segment_ids": seg}, model)[1])
     record: dict[str, Any] = {"step": step, "time": time.time(), "holdout": holdout, "components": {}}
     for name in components or names:
-        loader = MixtureLoader(
-            manifest_path, seq_len, batch, seed, phases=[Phase(0, {name: 1.0}, batch)], prefetch=0,
-            holdout=holdout, split="heldout",
-        )  # fmt: skip
-        sequences = loader.heldout_sequences(name)
+        sequences = layout.heldout_sequences(name)
         ce = count = 0.0
         nbytes = 0
         for lo in range(0, len(sequences), batch):
-            ids, seg = loader.read_sequences(name, sequences[lo : lo + batch])
-            if decode is not None:
-                nbytes += target_bytes(ids, seg, decode)
+            ids, seg = layout.read_sequences(name, sequences[lo : lo + batch])
+            if counter is not None:
+                nbytes += target_bytes(ids, seg, counter)
             if len(ids) < batch:  # one compiled shape: pad with rows that hold no target
                 pad = batch - len(ids)
                 ids = np.concatenate([ids, np.zeros((pad, seq_len), ids.dtype)])

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -202,12 +203,20 @@ def model_from_llama_config(doc: dict[str, Any], where: str) -> ModelConfig:
             raise DatapipeError(
                 f"{where}: rope scaling of type {kind!r}; datapipe's model knows 'llama3' only"
             )
-        scaling = RopeScaling(
-            factor=float(scaling_doc["factor"]),
-            low_freq_factor=float(scaling_doc["low_freq_factor"]),
-            high_freq_factor=float(scaling_doc["high_freq_factor"]),
-            original_max_position_embeddings=int(scaling_doc["original_max_position_embeddings"]),
-        )
+        defaults = RopeScaling()
+        try:  # as transformers: the original context defaults to max_position_embeddings
+            scaling = RopeScaling(
+                factor=float(scaling_doc["factor"]),
+                low_freq_factor=float(scaling_doc.get("low_freq_factor", defaults.low_freq_factor)),
+                high_freq_factor=float(scaling_doc.get("high_freq_factor", defaults.high_freq_factor)),
+                original_max_position_embeddings=int(
+                    scaling_doc.get("original_max_position_embeddings") or doc["max_position_embeddings"]
+                ),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise DatapipeError(
+                f"{where}: rope scaling {scaling_doc}: {e!r} is missing or not a number"
+            ) from None
     heads, d_model = int(need("num_attention_heads")), int(need("hidden_size"))
     head_dim = int(doc.get("head_dim") or d_model // heads)
     return ModelConfig(
@@ -347,41 +356,47 @@ def _weight_files(folder: str) -> dict[str, str]:
         return dict.fromkeys(f.keys(), single)
 
 
-def read_weights(folder: str, cfg: ModelConfig) -> dict[str, np.ndarray]:
-    """Our flat parameters (``{"layers/wq": [n, d, h, k], ...}``, float32) from a Hugging Face folder; a missing
+def iter_weights(folder: str, cfg: ModelConfig) -> Iterator[tuple[str, np.ndarray]]:
+    """Our parameters (``("layers/wq", [n, d, h, k])``, float32) from a Hugging Face folder, one at a time (a
+    stacked layer weight filled a layer at a time), so that a reader holds one parameter, not the model; a missing
     tensor or one of another shape is an error that names it."""
     from safetensors import safe_open
 
     files = _weight_files(folder)
-    shapes = param_shapes(cfg)
-    out = {path: np.empty(shape, np.float32) for path, shape in shapes.items()}
     handles: dict[str, Any] = {}
+
+    def tensor(name: str, want: tuple[int, ...]) -> np.ndarray:
+        if name not in files:
+            raise DatapipeError(f"{folder}: no tensor {name!r} in its safetensors files")
+        if files[name] not in handles:
+            handles[files[name]] = safe_open(files[name], framework="numpy").__enter__()
+        w = handles[files[name]].get_tensor(name)
+        if tuple(w.shape) != want:
+            raise DatapipeError(
+                f"{folder}: tensor {name!r} has shape {tuple(w.shape)}, config.json says {want}"
+            )
+        return np.asarray(w, dtype=np.float32)
+
     try:
-
-        def tensor(name: str, want: tuple[int, ...]) -> np.ndarray:
-            if name not in files:
-                raise DatapipeError(f"{folder}: no tensor {name!r} in its safetensors files")
-            if files[name] not in handles:
-                handles[files[name]] = safe_open(files[name], framework="numpy").__enter__()
-            w = handles[files[name]].get_tensor(name)
-            if tuple(w.shape) != want:
-                raise DatapipeError(
-                    f"{folder}: tensor {name!r} has shape {tuple(w.shape)}, config.json says {want}"
-                )
-            return np.asarray(w, dtype=np.float32)
-
-        for path, shape in shapes.items():
+        for path, shape in param_shapes(cfg).items():
             if path.startswith("layers/"):
+                out = np.empty(shape, np.float32)
+                want = to_hf(path, np.empty(shape[1:], np.float32)).shape
                 for i in range(cfg.n_layers):
-                    want = to_hf(path, np.empty(shape[1:], np.float32)).shape
-                    out[path][i] = from_hf(path, tensor(hf_name(path, i), want), cfg)
+                    out[i] = from_hf(path, tensor(hf_name(path, i), want), cfg)
             else:
                 want = to_hf(path, np.empty(shape, np.float32)).shape
-                out[path][...] = from_hf(path, tensor(hf_name(path), want), cfg)
+                out = np.ascontiguousarray(from_hf(path, tensor(hf_name(path), want), cfg))
+            yield path, out
+            del out
     finally:
         for h in handles.values():
             h.__exit__(None, None, None)
-    return out
+
+
+def read_weights(folder: str, cfg: ModelConfig) -> dict[str, np.ndarray]:
+    """All of :func:`iter_weights` at once (tests, small models)."""
+    return dict(iter_weights(folder, cfg))
 
 
 # --- tokenizer --------------------------------------------------------------------------------------------------
@@ -490,12 +505,10 @@ def with_shape_of(base: ModelConfig, spec: dict[str, Any]) -> ModelConfig:
 def parse_size(text: str) -> int:
     """``5GB``, ``500MB``, ``64KiB`` or a number of bytes (``save_pretrained``'s ``max_shard_size`` notation)."""
     units = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
-    raw = text.strip().upper()
-    number = raw.rstrip("KMGIB")
-    unit = raw[len(number) :]
-    if not number or unit not in units:
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)\s*([A-Z]*)", text.strip().upper())
+    if match is None or match.group(2) not in units or float(match.group(1)) * units[match.group(2)] < 1:
         raise DatapipeError(f"--max-shard-size {text!r}: expected a size such as 5GB, 500MB or 1000000")
-    return int(float(number) * units[unit])
+    return int(float(match.group(1)) * units[match.group(2)])
 
 
 def export_run(

@@ -78,46 +78,37 @@ def source_model(init: InitFrom) -> ModelConfig:
 
 
 def load_params(init: InitFrom, cfg: ModelConfig, abstract_params: Any) -> Any:
-    """The source's parameters placed as ``abstract_params`` says (shapes and shardings), each array read and
-    placed one at a time."""
-    import jax
-    import numpy as np
-
+    """The source's parameters placed as ``abstract_params`` says (shapes and shardings). From a run: restored
+    straight onto those shardings (each host reads its own shards). From a Hugging Face folder: read and placed one
+    parameter at a time, so a host holds one parameter on top of its shards."""
     from datapipe.train.model import param_paths
 
-    if init.kind == "hf":
-        from datapipe.train.hf import read_weights
-
-        flat = read_weights(init.path, cfg)
-    else:
+    if init.kind == "run":
         from datapipe.train.checkpoint import restore_run_params
 
-        _, params = restore_run_params(init.path, init.step, cfg)
-        flat = {k: np.asarray(jax.device_get(v)) for k, v in param_paths(params).items()}
+        return restore_run_params(init.path, init.step, cfg, target=abstract_params)[1]
+    from datapipe.train.hf import iter_weights
+
     target = param_paths(abstract_params)
-    if set(flat) != set(target):
-        raise DatapipeError(
-            f"{init.kind}:{init.path}: its parameters {sorted(flat)} are not the model's {sorted(target)}"
-        )
     out: dict[str, Any] = {}
-    for path, want in target.items():
-        host = flat.pop(path)  # released as soon as it is placed
+    for path, host in iter_weights(init.path, cfg):
+        want = target[path]
         if host.shape != want.shape:
             raise DatapipeError(
                 f"{init.kind}:{init.path}: {path} has shape {host.shape}, the model {want.shape}"
             )
-        placed = _place(host, want)
         head, _, leaf = path.partition("/")
         if leaf:
-            out.setdefault(head, {})[leaf] = placed
+            out.setdefault(head, {})[leaf] = _place(host, want)
         else:
-            out[head] = placed
+            out[head] = _place(host, want)
+        del host
     return out
 
 
 def _place(host: Any, want: Any) -> Any:
-    """A host array as a global ``jax.Array`` with ``want``'s shape, dtype and sharding (each device takes its
-    slice; on several hosts each reads only its own)."""
+    """A host array as a global ``jax.Array`` with ``want``'s shape, dtype and sharding: each of this host's
+    devices copies its own slice of it."""
     import jax
 
     return jax.make_array_from_callback(

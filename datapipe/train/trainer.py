@@ -30,7 +30,7 @@ from datapipe.store.manifest import MANIFEST, read_manifest
 from datapipe.train.checkpoint import Checkpoints, abstract_like
 from datapipe.train.config import TrainConfig
 from datapipe.train.hf import check_fits
-from datapipe.train.init import RUN_FILE, InitFrom, has_checkpoint, load_params, read_run
+from datapipe.train.init import RUN_FILE, InitFrom, has_checkpoint, load_params, model_from_dict, read_run
 from datapipe.train.metrics import MetricsLog, console_line, device_peak_tflops
 from datapipe.train.model import ModelConfig, init_params, loss_sums
 from datapipe.train.optim import make_optimizer
@@ -215,6 +215,7 @@ class Trainer:
                 phases=[Phase(0, {name: 1.0}, v.global_batch)],
                 batch_axes=BATCH_AXES,
                 prefetch=0,
+                packing=self.cfg.loader.packing,  # the split is of the training layout's sequences
                 holdout=v.holdout,
                 split="heldout" if v.holdout else "train",
             )
@@ -277,11 +278,22 @@ class Trainer:
         if old.get("manifest_sha256") not in (None, sha):
             problems.append(f"manifest {old.get('manifest', '?')} (sha256 {old['manifest_sha256'][:12]})")
         model = json.loads(json.dumps(asdict(self.model)))  # as run.json holds it (tuples become lists)
-        if old.get("model") not in (None, model):
-            changed = sorted(
-                k for k in model.keys() | old["model"].keys() if old["model"].get(k) != model.get(k)
+        if old.get("model") is not None:
+            # fields added since the run began read as their defaults
+            was = json.loads(json.dumps(asdict(model_from_dict(old["model"]))))
+            changed = sorted(k for k in model.keys() | was.keys() if was.get(k) != model.get(k))
+            if changed:
+                problems.append(f"model ({', '.join(changed)} differ)")
+        heldout = {c["name"]: c["heldout"] for c in self.loader.describe()}
+        was_held = {name: old.get("heldout", {}).get(name, 0) for name in heldout}
+        if "model" in old and was_held != heldout:
+            problems.append(
+                f"held-out rows (validation.holdout: {sum(was_held.values())} sequences then, "
+                f"{sum(heldout.values())} now; a run from before held-out rows existed needs validation.holdout=0)"
             )
-            problems.append(f"model ({', '.join(changed)} differ)")
+        was_init = old.get("config", {}).get("init_from")
+        if "model" in old and was_init != self.cfg.init_from:
+            problems.append(f"init_from ({was_init or 'none'} then, {self.cfg.init_from or 'none'} now)")
         if problems:
             raise DatapipeError(
                 f"{self.cfg.run_dir}: its checkpoints are of another run: {'; '.join(problems)}; give another "
