@@ -14,7 +14,7 @@ DEMO_OUT ?= out/dclm_phase3
 # every test runs beside another CPU-heavy one, as on a busy machine
 PYTEST_FLAGS ?= -n 2 --dist loadfile
 
-.PHONY: demo test test-all lint bench venv clean fixtures
+.PHONY: demo test test-all test-hf lint bench venv clean fixtures
 
 venv: $(STAMP)
 
@@ -44,6 +44,10 @@ $(HF_STAMP): $(STAMP)
 
 test-all: $(STAMP) $(HF_STAMP)
 	$(PY) -m pytest -q -m "" $(PYTEST_FLAGS)
+
+# only the Hugging Face checks (export and import against transformers), with their set-up
+test-hf: $(STAMP) $(HF_STAMP)
+	$(PY) -m pytest -q -m "" tests/test_hf.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -122,12 +122,43 @@ def test_eval_measures_every_held_out_row_once_and_repeats_exactly(manifest, tra
         assert math.isclose(entry["bits_per_byte"], bits / entry["bytes"], rel_tol=1e-12)
         assert entry["tokens"] > 1 and 2 * entry["tokens"] < entry["bytes"] < 10 * entry["tokens"]
         assert last["components"][name]["loss"] < entry["loss"], name  # four more steps of training show
-    val = [
-        r["val_loss"]["prose"]
+
+
+def test_the_trainers_validation_reads_the_held_out_rows(manifest, trained):
+    """val_loss at step 8 is the loss of the step-8 model on the validation batches drawn from the held-out split
+    (seed + 1, two batches of 8), recomputed here; the same batches drawn from the training split give another
+    loss."""
+    import jax
+
+    from datapipe.data.mixing import Phase
+    from datapipe.train.checkpoint import restore_run_params
+    from datapipe.train.init import model_from_dict, read_run
+    from datapipe.train.model import loss_sums
+
+    val = {
+        r["step"]: r["val_loss"]["prose"]
         for r in map(json.loads, (trained / "metrics.jsonl").read_text().splitlines())
         if "val_loss" in r
-    ]
-    assert len(val) == 2  # the trainer's own validation ran on the held-out split
+    }
+    assert sorted(val) == [4, 8]
+    model = model_from_dict(read_run(str(trained))["model"])
+    _, params = restore_run_params(str(trained), 8, model)
+    losses = jax.jit(lambda p, b: loss_sums(p, b, model)[1])
+
+    def mean_loss(split: str) -> float:
+        loader = MixtureLoader(
+            manifest, 64, 8, seed=1, prefetch=0, phases=[Phase(0, {"prose": 1.0}, 8)], holdout=16, split=split
+        )
+        ce = n = 0.0
+        for i in range(2):
+            b = loader.batch(i)
+            c, k = losses(params, {"input_ids": b["input_ids"], "segment_ids": b["segment_ids"]})
+            ce, n = ce + float(c), n + float(k)
+        return ce / n
+
+    held, train = mean_loss("heldout"), mean_loss("train")
+    assert math.isclose(val[8], held, rel_tol=1e-5)  # bf16 matmuls on 8 devices against one
+    assert not math.isclose(val[8], train, rel_tol=1e-3)
 
 
 def test_eval_command_prints_a_table_and_the_report_and_browser_show_it(built_small, trained, tmp_path):

@@ -21,7 +21,7 @@ from datapipe.train.config import load_train_config, parse_overrides
 from datapipe.train.hf import (
     INDEX,
     WEIGHTS,
-    hf_tensors,
+    leaf_tensors,
     llama_config,
     model_from_llama_config,
     read_weights,
@@ -55,14 +55,10 @@ def _flat(cfg: ModelConfig, seed: int = 0) -> dict[str, np.ndarray]:
     return flat
 
 
-def _getter(flat):
-    return lambda path, layer: flat[path] if layer is None else flat[path][layer]
-
-
 @pytest.mark.parametrize("cfg", [TINY, UNTIED_GQA], ids=["tied", "untied-gqa"])
 def test_weights_written_and_read_back_are_the_same_bits(cfg, tmp_path):
     flat = _flat(cfg)
-    files = write_weights(hf_tensors(cfg, _getter(flat)), str(tmp_path))
+    files = write_weights(leaf_tensors(flat.items()), str(tmp_path))
     assert files == [WEIGHTS] and not (tmp_path / INDEX).exists()
     back = read_weights(str(tmp_path), cfg)
     assert set(back) == set(flat)
@@ -73,7 +69,7 @@ def test_weights_written_and_read_back_are_the_same_bits(cfg, tmp_path):
 def test_a_large_model_is_split_into_shards_with_an_index(tmp_path):
     cfg = UNTIED_GQA
     flat = _flat(cfg, seed=1)
-    files = write_weights(hf_tensors(cfg, _getter(flat)), str(tmp_path), max_shard_bytes=40_000)
+    files = write_weights(leaf_tensors(flat.items()), str(tmp_path), max_shard_bytes=40_000)
     assert len(files) > 2 and files[0] == f"model-00001-of-{len(files):05d}.safetensors"
     index = json.loads((tmp_path / INDEX).read_text())
     assert set(index["weight_map"].values()) == set(files)
@@ -83,7 +79,7 @@ def test_a_large_model_is_split_into_shards_with_an_index(tmp_path):
     back = read_weights(str(tmp_path), cfg)
     assert all(np.array_equal(back[k], flat[k]) for k in flat)
     # a later export into the same folder as one file leaves no stale shard or index behind
-    assert write_weights(hf_tensors(cfg, _getter(flat)), str(tmp_path)) == [WEIGHTS]
+    assert write_weights(leaf_tensors(flat.items()), str(tmp_path)) == [WEIGHTS]
     assert sorted(p.name for p in tmp_path.iterdir()) == [WEIGHTS]
 
 
@@ -92,7 +88,7 @@ def test_bfloat16_weights_are_the_float32_ones_rounded(tmp_path):
     from safetensors import safe_open
 
     flat = _flat(TINY)
-    write_weights(hf_tensors(TINY, _getter(flat)), str(tmp_path), dtype="bfloat16")
+    write_weights(leaf_tensors(flat.items()), str(tmp_path), dtype="bfloat16")
     with safe_open(str(tmp_path / WEIGHTS), framework="numpy") as f:
         q = f.get_tensor("model.layers.1.self_attn.q_proj.weight")
         emb = f.get_tensor("model.embed_tokens.weight")

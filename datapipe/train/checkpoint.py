@@ -68,10 +68,9 @@ def abstract_like(tree: Any, shardings: Any) -> Any:
 def checkpoint_step(run_dir: str, step: int | None = None) -> int:
     """The step of a run's complete checkpoint: ``step`` if there is one, else the latest; an error naming the
     steps there are otherwise (before anything is read or written)."""
-    directory = os.path.join(os.path.abspath(run_dir), "checkpoints")
-    if not os.path.isdir(directory):
+    if not os.path.isdir(os.path.join(run_dir, "checkpoints")):
         raise DatapipeError(f"{run_dir}: no checkpoints folder: nothing trained there yet")
-    manager = ocp.CheckpointManager(directory)
+    manager = _manager(run_dir)
     try:
         steps = sorted(manager.all_steps())
     finally:
@@ -83,6 +82,28 @@ def checkpoint_step(run_dir: str, step: int | None = None) -> int:
     return found
 
 
+def _manager(run_dir: str) -> Any:
+    return ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
+
+
+def _restore_params(manager: Any, step: int, params: Any) -> Any:
+    """The parameters ``params`` (abstract arrays with shardings, all of the model's or some) of checkpoint
+    ``step``: an orbax partial restore, which reads only those arrays (never the optimizer state)."""
+    abstract = {"params": params}
+    restore = ocp.args.PyTreeRestore(
+        item=abstract,
+        restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+        partial_restore=True,
+    )
+    return manager.restore(step, args=restore)["params"]
+
+
+def _shapes(cfg: Any) -> Any:
+    from datapipe.train.model import init_params
+
+    return jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0))
+
+
 def restore_run_params(
     run_dir: str, step: int | None, cfg: Any, device: Any = None, target: Any = None
 ) -> tuple[int, Any]:
@@ -90,24 +111,15 @@ def restore_run_params(
     ``target`` says (abstract arrays with shardings: each host reads only its shards), else gathered whole onto one
     device (this host's first CPU device by default). Only the parameters are read: the optimizer's moments,
     twice their size, stay on disk."""
-    from datapipe.train.model import init_params
-
     step = checkpoint_step(run_dir, step)
-    manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
+    if target is None:
+        shapes = _shapes(cfg)
+        device = device if device is not None else jax.local_devices(backend="cpu")[0]
+        single = jax.sharding.SingleDeviceSharding(device)
+        target = abstract_like(shapes, jax.tree.map(lambda _: single, shapes))
+    manager = _manager(run_dir)
     try:
-        if target is None:
-            shapes = jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0))
-            device = device if device is not None else jax.local_devices(backend="cpu")[0]
-            single = jax.sharding.SingleDeviceSharding(device)
-            target = abstract_like(shapes, jax.tree.map(lambda _: single, shapes))
-        abstract = {"params": target}
-        restore = ocp.args.PyTreeRestore(
-            item=abstract,
-            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
-            partial_restore=True,
-        )
-        restored = manager.restore(step, args=restore)
-        return step, restored["params"]
+        return step, _restore_params(manager, step, target)
     finally:
         manager.close()
 
@@ -118,22 +130,15 @@ def iter_run_params(run_dir: str, step: int, cfg: Any) -> Iterator[tuple[str, An
     parameter, not the model (an 8B model's largest is a stacked MLP matrix, 23% of it)."""
     import numpy as np
 
-    from datapipe.train.model import init_params, param_paths
+    from datapipe.train.model import param_paths
 
-    shapes = param_paths(jax.eval_shape(lambda k: init_params(cfg, k), jax.random.PRNGKey(0)))
     single = jax.sharding.SingleDeviceSharding(jax.local_devices(backend="cpu")[0])
-    manager = ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"))
+    manager = _manager(run_dir)
     try:
-        for path, shape in shapes.items():
+        for path, shape in param_paths(_shapes(cfg)).items():
             head, _, leaf = path.partition("/")
             one = jax.ShapeDtypeStruct(shape.shape, shape.dtype, sharding=single)
-            abstract = {"params": {head: {leaf: one}} if leaf else {head: one}}
-            restore = ocp.args.PyTreeRestore(
-                item=abstract,
-                restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
-                partial_restore=True,
-            )
-            params = manager.restore(step, args=restore)["params"]
+            params = _restore_params(manager, step, {head: {leaf: one}} if leaf else {head: one})
             array = params[head][leaf] if leaf else params[head]
             yield path, np.asarray(jax.device_get(array))
             del params, array

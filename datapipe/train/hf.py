@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -248,24 +248,9 @@ def read_llama_config(folder: str) -> ModelConfig:
 # --- weights ----------------------------------------------------------------------------------------------------
 
 
-def hf_tensors(
-    cfg: ModelConfig, get: Callable[[str, int | None], np.ndarray]
-) -> Iterator[tuple[str, np.ndarray]]:
-    """(Hugging Face name, tensor) in the order ``save_pretrained`` writes them: embeddings, layer by layer, the
-    final norm, the head. ``get(path, layer)`` gives our array (one layer's for layer weights)."""
-    yield hf_name("embed"), to_hf("embed", get("embed", None))
-    for i in range(cfg.n_layers):
-        for name in LAYER_MODULES:
-            path = f"layers/{name}"
-            yield hf_name(path, i), to_hf(path, get(path, i))
-    yield hf_name("final_norm"), get("final_norm", None)
-    if not cfg.tie_embeddings:
-        yield hf_name("lm_head"), to_hf("lm_head", get("lm_head", None))
-
-
 def leaf_tensors(leaves: Iterable[tuple[str, np.ndarray]]) -> Iterator[tuple[str, np.ndarray]]:
-    """(Hugging Face name, tensor) from our parameters given one at a time (``layers/...`` ones split by layer):
-    the order in which an export that holds one parameter at a time writes them (the index maps every name to its
+    """(Hugging Face name, tensor) from our parameters given one at a time (``layers/...`` ones split by layer),
+    in that order: an export that holds one parameter at a time writes them so (the index maps every name to its
     file, so the order is free)."""
     for path, x in leaves:
         if path.startswith("layers/"):
