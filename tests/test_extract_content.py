@@ -3,6 +3,7 @@ structure, determinism, the sandbox, Unicode spaces, Trafilatura's cache, and to
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from dataclasses import replace
@@ -203,8 +204,34 @@ def test_structure_plain_and_markdown():
 
 
 def test_pathological_nesting_returns():
+    """Below MAX_DEPTH a subtree is one run of text, gathered without recursion: 200,000 levels overflow neither
+    Python's stack nor C's, inside a part named as boilerplate (measured in C) or not."""
     deep = "<div>" * 5000 + "deep text" + "</div>" * 5000
-    main_content_text(_page(deep + f"<p>{PARA}</p>"))  # no RecursionError
+    assert "deep text" in [b.text for b in analyze(_page(deep + f"<p>{PARA}</p>")).blocks]
+    deeper = "<span>" * 200_000 + "deeper text" + "</span>" * 200_000
+    text = main_content_text(_page(f"<p>{PARA}</p><div class=sidebar>{deeper}</div><p>{PARA}{deeper}</p>"))
+    assert text.count("deeper text") == 1
+
+
+def test_compiled_walk_reads_text_as_selectolax():
+    """The compiled walk's text of a subtree is selectolax's own ``text(deep=True)`` (every fixture page, and
+    each of its top-level parts), and the extractor refuses a walk built for another selectolax release."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    walk, _ = content._compiled()
+    for payload in PAGES.values():
+        tree = LexborHTMLParser(decode_html(payload, "utf-8"))
+        assert tree.body is not None
+        for node in [tree.body, *tree.body.iter()]:  # elements: the walk measures no text node
+            assert walk.deep_text(node.mem_id) == node.text(deep=True)
+    content._compiled.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(content, "version", lambda _: "0.0.1")
+            with pytest.raises(ImportError, match=r"built for selectolax .* 0\.0\.1 is installed"):
+                content._compiled()
+    finally:
+        content._compiled.cache_clear()
 
 
 def test_vocabulary_is_prematched():
@@ -214,6 +241,16 @@ def test_vocabulary_is_prematched():
     assert content.classify_one("ArticleBody-related-coverage") == -1  # a part of the body, named after it
     assert all(content._HINT.search(n) for n in content.ROOT_NAMES)
     assert content.classify_name("RelatedPosts") == (True, 0)  # the hint is matched case-blind
+    # the prefix-tree pattern finds what the flat alternation finds, in and around each hint and its prefixes
+    flat = re.compile("|".join(content.HINTS))
+    probes = [
+        f"{a}{h[:k]}{b}"
+        for h in content.HINTS
+        for k in range(len(h) + 1)
+        for a in ("", "x-")
+        for b in ("", "s")
+    ]
+    assert [bool(content._HINT.search(p)) for p in probes] == [bool(flat.search(p)) for p in probes]
 
 
 def test_numbered_names_are_judged_by_their_words():
@@ -230,7 +267,8 @@ def test_numbered_names_are_judged_by_their_words():
 
 def test_tags_by_id_and_custom_elements():
     """The walk dispatches on lexbor's tag ids: every named tag has its own, and a custom element is inline."""
-    assert len(content._WHAT_BY_ID) == len(content._WHAT) + 2
+    ids = content._tag_ids()
+    assert len(set(ids.values())) == len(content._WHAT)
     text = main_content_text(
         _page(f"<p>{PARA}<my-widget>inline words</my-widget> end</p><x-box><p>{PARA}</p></x-box>")
     )

@@ -1,0 +1,14 @@
+"""Types of the compiled tree walk (``_walk.pyx``; built by ``python -m datapipe.extract.build``)."""
+
+from typing import Any
+
+BUILT_FOR: str
+TAGS: int
+
+def deep_text(address: int) -> str: ...
+
+class Walk:
+    blocks: list[Any]
+    containers: list[Any]
+    def __init__(self, rules: Any, page_chars: int) -> None: ...
+    def run(self, address: int) -> None: ...

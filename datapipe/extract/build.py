@@ -1,0 +1,87 @@
+"""Build the compiled tree walk (:mod:`datapipe.extract._walk`) against the installed selectolax release.
+
+``python -m datapipe.extract.build`` (``make venv`` runs it). The walk reads lexbor's node, element, attribute and
+text structs by their C layout, so it is compiled against the headers of the very lexbor that the installed
+selectolax wheel bundles: they come from that release's source distribution on PyPI (the wheel ships none),
+fetched once into ``build/selectolax-VERSION/`` beside the package, and the release is written into the module
+(``_walk.BUILT_FOR``) so that a later selectolax upgrade is refused instead of misread. Nothing is linked: the
+walk calls no lexbor function, it only follows pointers in a tree that selectolax built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tarfile
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "_walk.pyx"
+HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
+
+
+def fetch_headers(release: str, into: Path) -> Path:
+    """lexbor's headers from selectolax ``release``'s source distribution, unpacked under ``into`` (once)."""
+    root = into / f"selectolax-{release}"
+    if (root / "lexbor" / "dom" / "interfaces" / "node.h").is_file():
+        return root
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps"]
+            + ["--no-binary", ":all:", f"selectolax=={release}", "-d", tmp],
+            capture_output=True,
+            text=True,
+        )
+        if got.returncode:
+            raise SystemExit(
+                f"datapipe.extract.build: pip could not fetch selectolax {release}'s sdist:\n{got.stderr}"
+            )
+        (sdist,) = Path(tmp).glob("selectolax-*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            for member in tar.getmembers():
+                _, _, rest = member.name.partition("/")
+                if member.isfile() and rest.startswith(HEADERS) and rest.endswith(".h"):
+                    member.name = rest[len(HEADERS) :]
+                    tar.extract(member, root, filter="data")
+    if not (root / "lexbor" / "dom" / "interfaces" / "node.h").is_file():
+        raise SystemExit(f"datapipe.extract.build: no lexbor headers in selectolax {release}'s sdist")
+    return root
+
+
+def build(headers: Path, release: str) -> Path:
+    """Compile ``_walk.pyx`` in place (next to this file); returns the extension module's path."""
+    from Cython.Build import cythonize
+    from setuptools import Distribution, Extension
+
+    ext = Extension(
+        "datapipe.extract._walk",
+        [str(SOURCE)],
+        include_dirs=[str(headers)],
+        define_macros=[("DATAPIPE_SELECTOLAX", f'"{release}"')],
+        extra_compile_args=["-O2"],
+    )
+    dist = Distribution({"ext_modules": cythonize([ext], quiet=True, language_level=3)})
+    cmd = dist.get_command_obj("build_ext")
+    cmd.inplace = True
+    cmd.build_temp = str(headers.parent / "tmp")
+    cmd.build_lib = str(headers.parent / "lib")
+    dist.package_dir = {"datapipe": str(HERE.parent)}
+    dist.run_command("build_ext")
+    (built,) = HERE.glob("_walk.*.so")
+    return built
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=HERE.parents[1] / "build", help="where headers are kept")
+    args = ap.parse_args()
+    release = version("selectolax")
+    built = build(fetch_headers(release, args.cache), release)
+    print(f"datapipe.extract.build: {built.name} built for selectolax {release}")
+
+
+if __name__ == "__main__":
+    main()
