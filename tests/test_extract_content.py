@@ -181,6 +181,20 @@ def test_never_text():
         assert gone not in text
 
 
+def test_a_form_around_the_whole_page_is_read():
+    """ASP.NET pages put everything in one <form>: a form that holds half the page's text or more is walked (its
+    search box and inputs are still never text); a form holding less stays unread."""
+    page = _page(
+        "<form><p>Search the site for recipes, menus and many more of our ideas</p></form>"
+        f'<form id="mainform"><input value="typed"><nav><p>{PARA}Menu</p></nav><h1>Recipe</h1><p>{PARA}</p>'
+        f"<p>{PARA}</p></form>"
+    )
+    text = main_content_text(page)
+    assert text.count(PARA.strip()) == 2 and "Recipe" in text
+    assert "Menu" not in text and "Search the site" not in text and "typed" not in text
+    assert "Search the site" not in " ".join(b.text for b in analyze(page).blocks)  # not read at all
+
+
 def test_a_page_of_short_blocks_keeps_them():
     verse = "".join(f"<p>Line {i} of a short poem</p>" for i in range(12))
     assert main_content_text(_page(verse)).count("of a short poem") == 12

@@ -122,7 +122,6 @@ SKIP_TAGS = frozenset(
         "video",
         "audio",
         "map",
-        "form",
         "button",
         "select",
         "option",
@@ -186,7 +185,7 @@ BLOCK_TAGS = frozenset(
     ]
 )
 # elements whose attributes are read: blocks and the other containers a page names its parts with
-STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol"}
+STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol", "form"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
 MAX_DEPTH = 256
@@ -200,7 +199,11 @@ _WHAT = {
     **{t: _STRUCTURAL for t in STRUCTURAL},
 }
 # flags of a structural tag (the codes of ``_walk.pyx``)
-_F_BLOCK, _F_BOILER, _F_CELL, _F_ARTICLE, _F_MAIN = 1, 2, 4, 8, 16
+_F_BLOCK, _F_BOILER, _F_CELL, _F_ARTICLE, _F_MAIN, _F_WRAPPER = 1, 2, 4, 8, 16, 32
+# a form is never text (a search box, a comment form, a login), except when it wraps this share of the page's text
+# or more: ASP.NET pages put the whole page in one <form>
+WRAPPERS = frozenset({"form"})
+WRAPPER_SHARE = 0.5
 
 
 def _tag_ids() -> dict[str, int]:
@@ -659,6 +662,7 @@ class WalkRules:
     container: type[Container]
     hidden_style: Callable[[str], object]
     skip_share: float = SKIP_SHARE
+    wrapper_share: float = WRAPPER_SHARE
     root_min_chars: int = ROOT_MIN_CHARS
     max_depth: int = MAX_DEPTH
 
@@ -695,6 +699,7 @@ def _compiled() -> tuple[ModuleType, WalkRules]:
             | (_F_CELL if tag in ("td", "th") else 0)
             | (_F_ARTICLE if tag == "article" else 0)
             | (_F_MAIN if tag == "main" else 0)
+            | (_F_WRAPPER if tag in WRAPPERS else 0)
         )
     rules = WalkRules(
         bytes(what),
@@ -717,9 +722,8 @@ def analyze(html: str) -> Analysis:
     body = tree.body
     if body is None:
         return Analysis([], [], [])
-    address = body.mem_id
-    walker = walk.Walk(rules, len(walk.deep_text(address).strip()))
-    walker.run(address)
+    walker = walk.Walk(rules)
+    walker.run(body.mem_id)
     return Analysis(walker.blocks, walker.containers, decide(walker.blocks, walker.containers))
 
 
