@@ -1,10 +1,10 @@
-"""Build the compiled tree walk (:mod:`datapipe.extract._walk`) against the installed selectolax release.
+"""Build the compiled tree walk (:mod:`datapipe.extract.treewalk`) against the installed selectolax release.
 
 ``python -m datapipe.extract.build`` (``make venv`` runs it). The walk reads lexbor's node, element, attribute and
 text structs by their C layout, so it is compiled against the headers of the very lexbor that the installed
 selectolax wheel bundles: they come from that release's source distribution on PyPI (the wheel ships none),
 fetched once into ``build/selectolax-VERSION/`` beside the package, and the release is written into the module
-(``_walk.BUILT_FOR``) so that a later selectolax upgrade is refused instead of misread. Nothing is linked: the
+(``treewalk.BUILT_FOR``) so that a later selectolax upgrade is refused instead of misread. Nothing is linked: the
 walk calls no lexbor function, it only follows pointers in a tree that selectolax built.
 """
 
@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "_walk.pyx"
+SOURCE = HERE / "treewalk.pyx"
 HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
 
 
@@ -52,12 +52,12 @@ def fetch_headers(release: str, into: Path) -> Path:
 
 
 def build(headers: Path, release: str) -> Path:
-    """Compile ``_walk.pyx`` in place (next to this file); returns the extension module's path."""
+    """Compile ``treewalk.pyx`` in place (next to this file); returns the extension module's path."""
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
     ext = Extension(
-        "datapipe.extract._walk",
+        "datapipe.extract.treewalk",
         [str(SOURCE)],
         include_dirs=[str(headers)],
         define_macros=[("DATAPIPE_SELECTOLAX", f'"{release}"')],
@@ -70,7 +70,7 @@ def build(headers: Path, release: str) -> Path:
     cmd.build_lib = str(headers.parent / "lib")
     dist.package_dir = {"datapipe": str(HERE.parent)}
     dist.run_command("build_ext")
-    (built,) = HERE.glob("_walk.*.so")
+    (built,) = HERE.glob("treewalk.*.so")
     return built
 
 

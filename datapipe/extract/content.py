@@ -3,7 +3,7 @@
 Why our own: resiliparse's main-content mode keeps navigation, share bars, teasers and comment threads (precision
 0.79 on the tuning part of Trafilatura's evaluation pages), and Trafilatura is precise but runs its rules in Python
 over lxml, at about 1/10 of resiliparse's speed. Why selectolax: it and resiliparse both parse with lexbor (C), and
-selectolax's tree is the one whose C structs a compiled walk can read (:mod:`datapipe.extract._walk`, built by
+selectolax's tree is the one whose C structs a compiled walk can read (:mod:`datapipe.extract.treewalk`, built by
 ``python -m datapipe.extract.build`` against the installed release's headers). On Trafilatura's 990 evaluation pages
 the walk through selectolax's Python objects took 1.10 ms of a page's 1.91 ms (~1,750 nodes a page, each a Python
 object, a property read and a dictionary lookup); compiled, the whole page takes 1.15 ms, of which parsing is 0.6 ms,
@@ -189,7 +189,7 @@ STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol", "form"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
 MAX_DEPTH = 256
-# what a tag is to the walk (the codes of ``_walk.pyx``): a tag not named here is inline
+# what a tag is to the walk (the codes of ``treewalk.pyx``): a tag not named here is inline
 _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = 1, 2, 3, 4, 5
 _BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
 _WHAT = {
@@ -198,7 +198,7 @@ _WHAT = {
     **{t: _SKIP for t in SKIP_TAGS},
     **{t: _STRUCTURAL for t in STRUCTURAL},
 }
-# flags of a structural tag (the codes of ``_walk.pyx``)
+# flags of a structural tag (the codes of ``treewalk.pyx``)
 _F_BLOCK, _F_BOILER, _F_CELL, _F_ARTICLE, _F_MAIN, _F_WRAPPER = 1, 2, 4, 8, 16, 32
 # a form is never text (a search box, a comment form, a login), except when it wraps this share of the page's text
 # or more: ASP.NET pages put the whole page in one <form>
@@ -648,7 +648,7 @@ class Analysis:
 
 @dataclass(frozen=True)
 class WalkRules:
-    """What the compiled walk (:mod:`datapipe.extract._walk`) needs to know of the rules above: per lexbor tag
+    """What the compiled walk (:mod:`datapipe.extract.treewalk`) needs to know of the rules above: per lexbor tag
     id, what the tag is to the walk (:data:`_WHAT`), its flags, name and block kind; and the callables it defers
     to for a name's verdict, a block and a container."""
 
@@ -671,18 +671,18 @@ class WalkRules:
 def _compiled() -> tuple[ModuleType, WalkRules]:
     """The compiled walk and its rules, checked to be built for the selectolax that parses (once per process)."""
     try:
-        from datapipe.extract import _walk
+        from datapipe.extract import treewalk
     except ImportError as e:
         raise ImportError(
             "datapipe's compiled tree walk is not built: run `python -m datapipe.extract.build` (make venv does)"
         ) from e
     installed = version("selectolax")
-    if installed != _walk.BUILT_FOR:
+    if installed != treewalk.BUILT_FOR:
         raise ImportError(
-            f"datapipe's compiled tree walk was built for selectolax {_walk.BUILT_FOR}, selectolax {installed} "
+            f"datapipe's compiled tree walk was built for selectolax {treewalk.BUILT_FOR}, selectolax {installed} "
             "is installed: run `python -m datapipe.extract.build`"
         )
-    n = _walk.TAGS
+    n = treewalk.TAGS
     what = bytearray([_INLINE]) * n
     flags = bytearray(n)
     names: list[str | None] = [None] * n
@@ -712,7 +712,7 @@ def _compiled() -> tuple[ModuleType, WalkRules]:
         Container,
         _HIDDEN_STYLE.search,
     )
-    return _walk, rules
+    return treewalk, rules
 
 
 def analyze(html: str) -> Analysis:

@@ -1,4 +1,4 @@
-"""Types of the compiled tree walk (``_walk.pyx``; built by ``python -m datapipe.extract.build``)."""
+"""Types of the compiled tree walk (``treewalk.pyx``; built by ``python -m datapipe.extract.build``)."""
 
 from typing import Any
 
