@@ -15,7 +15,8 @@ preformatted text) and records for each its text and how much of it is link text
 hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure function of that record):
 
 1. **Never text**: scripts, styles, forms, buttons, templates, embedded media, figures and their captions, ruby
-   annotations and hidden elements (``hidden``, ``aria-hidden``, ``display:none``) are not visited.
+   annotations and hidden elements (``hidden``, ``aria-hidden``, ``display:none``) are not visited; a form
+   holding :data:`WRAPPER_SHARE` of the page's text or more is visited (ASP.NET pages wrap the page in one).
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
    (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie and
    newsletter boxes, ads, author boxes, tag lists, pagination, ...), or whose tag or ARIA role says the same
