@@ -181,6 +181,21 @@ def test_never_text():
         assert gone not in text
 
 
+def test_a_figure_is_read_but_not_its_caption():
+    """Sites put tables and gallery text in a <figure> (thebalance.com's comparison tables): its content is read,
+    as a block of its own; its caption, mostly a photo credit, is not."""
+    markup = (
+        f"<p>{PARA}</p><figure><table><tr><th>Fee</th><th>Coinbase</th></tr><tr><td>GBP withdrawal</td>"
+        "<td>1 GBP</td></tr></table><figcaption>Photo: Agency</figcaption></figure>"
+        f"<p>{PARA}</p><figure>Inline figure text set apart from the paragraphs</figure><p>{PARA}</p>"
+    )
+    a = analyze(_page(markup))
+    kept = [b.text for b, w in zip(a.blocks, a.why, strict=True) if not w]
+    assert "Fee | Coinbase" in kept and "GBP withdrawal | 1 GBP" in kept
+    assert "Inline figure text set apart from the paragraphs" in kept
+    assert "Photo: Agency" not in " ".join(b.text for b in a.blocks)
+
+
 def test_a_form_around_the_whole_page_is_read():
     """ASP.NET pages put everything in one <form>: a form that holds half the page's text or more is walked (its
     search box and inputs are still never text); a form holding less stays unread."""

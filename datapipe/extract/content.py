@@ -14,9 +14,10 @@ How it decides. One pass over the tree cuts the page into blocks (paragraphs, he
 preformatted text) and records for each its text and how much of it is link text, and which named containers
 hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure function of that record):
 
-1. **Never text**: scripts, styles, forms, buttons, templates, embedded media, figures and their captions, ruby
-   annotations and hidden elements (``hidden``, ``aria-hidden``, ``display:none``) are not visited; a form
-   holding :data:`WRAPPER_SHARE` of the page's text or more is visited (ASP.NET pages wrap the page in one).
+1. **Never text**: scripts, styles, forms, buttons, templates, embedded media, figure captions (mostly photo
+   credits; a figure's own content, such as a table, is read), ruby annotations and hidden elements (``hidden``,
+   ``aria-hidden``, ``display:none``) are not visited; a form holding :data:`WRAPPER_SHARE` of the page's text or
+   more is visited (ASP.NET pages wrap the page in one).
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
    (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie and
    newsletter boxes, ads, author boxes, tag lists, pagination, ...), or whose tag or ARIA role says the same
@@ -134,7 +135,6 @@ SKIP_TAGS = frozenset(
         "meta",
         "link",
         "base",
-        "figure",
         "figcaption",
         "picture",
         "rt",
@@ -183,6 +183,7 @@ BLOCK_TAGS = frozenset(
         "html",
         "hgroup",
         "search",
+        "figure",
     ]
 )
 # elements whose attributes are read: blocks and the other containers a page names its parts with
