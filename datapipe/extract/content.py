@@ -244,7 +244,6 @@ ROOT_NAMES = (
     "page content",
     "main text",
 )
-ROOT_CSS = "article, main, [itemprop=articleBody], [role=main]"
 SKIP_SHARE = 0.1  # a part named as boilerplate with less of the page's text is decided without visiting it
 ROOT_MIN_CHARS = 250
 ROOT_SIBLING = 0.25  # another candidate of the root's tier with this share of its text is a root too

@@ -212,7 +212,7 @@ cdef bint holds_root(lxb_dom_node_t *top, const unsigned char *flags, size_t nta
 
 cdef class Walk:
     """One pass over a page's tree: its blocks in document order and its named containers as block ranges
-    (``content._Walker``'s record; see :mod:`datapipe.extract.content` for what each rule means)."""
+    (the record :func:`datapipe.extract.content.decide` reads; see that module for what each rule means)."""
 
     cdef bytes what, flags
     cdef const unsigned char *what_c
