@@ -17,7 +17,7 @@ from datapipe.extract import content
 from datapipe.extract.content import analyze, main_content_text
 from datapipe.extract.html import METHODS, HtmlExtractor, decode_html, trafilatura_text
 from datapipe.extract.sandbox import Sandbox
-from datapipe.extract.spaces import SPACES, normalize_spaces
+from datapipe.extract.spaces import INVISIBLE, SPACES, as_written, normalize_spaces
 from datapipe.extract.stage import ExtractStage
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
@@ -361,6 +361,23 @@ def test_spaces_are_unicode_space_separators():
     assert normalize_spaces("a\u00a0b\u2009c\u3000d\u2028e") == "a b c d\ne"
     plain = "nothing to do"
     assert normalize_spaces(plain) is plain
+
+
+def test_invisible_characters_go():
+    """Soft hyphens split a word for every reader of the text but a browser: they go, in every method's text."""
+    assert {unicodedata.category(ch) for ch in INVISIBLE} == {"Cf"}
+    assert normalize_spaces("Ita\u00adli\u00adens\u2060 \ufeffwine\u200b") == "Italiens wine\u200b"
+    html = _page(f"<p>Ita&shy;li&shy;ens, ne&shy;ben Ba&shy;ro&shy;lo. {PARA}</p>")
+    assert main_content_text(html).startswith("Italiens, neben Barolo.")
+
+
+def test_extracted_text_is_composed():
+    """A page written on a Mac spells ``ü`` as ``u`` and a combining mark: extracted text is NFC, as
+    Trafilatura's is; a JSONL text is the user's and keeps its code points."""
+    decomposed = "Mu\u0308ller"
+    assert main_content_text(_page(f"<p>{decomposed} {PARA}</p>")).startswith("M\u00fcller ")
+    assert as_written(decomposed, extracted=True, normalize=True) == "M\u00fcller"
+    assert as_written(decomposed, extracted=False, normalize=True) == decomposed
 
 
 def test_valgrind_readme_reads_as_english_after_normalization():

@@ -37,7 +37,8 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
 The output keeps structure where it is cheap: blocks separated by blank lines, list items as ``- `` lines, table
 rows as ``|``-separated cells on one line, headings on their own lines, and with ``markdown=True`` headings as
 ``#`` lines, rows as ``| a | b |`` and preformatted text fenced. Whitespace runs (U+00A0 and the other Unicode
-spaces included) become one ASCII space, except in preformatted text.
+spaces included) become one ASCII space, except in preformatted text, soft hyphens go
+(:func:`datapipe.extract.spaces.drop_invisible`) and the text is composed (NFC: :func:`datapipe.extract.spaces.nfc`).
 
 Deterministic: no state outside one call except the caches of pure name classifiers.
 """
@@ -52,6 +53,8 @@ from importlib.metadata import version
 from types import ModuleType
 
 from selectolax.lexbor import LexborHTMLParser
+
+from datapipe.extract.spaces import drop_invisible, nfc
 
 # Word tokens of a class or id that name a page part which is not the article, by concept. Matched as whole
 # tokens of one class name or id (see name_tokens).
@@ -612,7 +615,8 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
 
 
 def render(blocks: list[Block], why: list[str], markdown: bool = False) -> str:
-    """The kept blocks as text: blank lines between blocks, one line per list item and table row."""
+    """The kept blocks as text: blank lines between blocks, one line per list item and table row; invisible
+    characters dropped and the text composed (NFC)."""
     out: list[str] = []
     prev = ""
     for b, w in zip(blocks, why, strict=True):
@@ -632,7 +636,8 @@ def render(blocks: list[Block], why: list[str], markdown: bool = False) -> str:
             out.append("\n" if kind == prev and kind in ("li", "tr") else "\n\n")
         out.append(text)
         prev = kind
-    return "".join(out)
+    # once per page: per block it cost 5% of a page's time
+    return nfc(drop_invisible("".join(out)))
 
 
 @dataclass(frozen=True)
