@@ -131,6 +131,20 @@ RULES = [
         "Posted on May 1",
         "short",
     ),
+    (
+        f'<div class="entry-content"><p>{PARA}</p><p>{PARA}</p><div class="teaser-list"><div class="card-teaser">'
+        f'<h3><a href="/other">Another story of the site</a></h3><p>{PARA}Its summary</p></div></div></div>',
+        PARA.strip(),
+        "Its summary",
+        "teaser:div.teaser-list",
+    ),
+    (
+        f'<div class="entry-content"><p>{PARA}</p><p>{PARA}</p><h2>Das könnte Sie auch interessieren</h2>'
+        f"<p>{PARA}Another page</p></div>",
+        PARA.strip(),
+        "Another page",
+        "tail",
+    ),
 ]
 
 
@@ -158,6 +172,72 @@ def test_rule(markup, stays, goes, reason):
 )
 def test_names_that_are_not_boilerplate(markup):
     assert PARA.strip() in main_content_text(_page(markup))
+
+
+def test_a_lead_named_teaser_stays():
+    """Some sites name the article's own lead a teaser: it links nowhere, so it is read."""
+    a = analyze(
+        _page(f'<article><h1>Title</h1><p class="teaser-text">The lead. {PARA}</p><p>{PARA}</p></article>')
+    )
+    assert "The lead." in a.text() and not any(a.why)
+
+
+def test_a_section_title_ends_the_article_only_in_its_last_part():
+    """A "Related articles" title before most of the text, or a "Lesen Sie auch" box inside the article, ends
+    nothing; the same title after most of it does."""
+    early = f"<article><p>{PARA}</p><h2>Related articles</h2><p>{PARA}</p><p>{PARA}</p><p>{PARA}Last</p></article>"
+    assert "Last" in main_content_text(_page(early))
+    box = f"<article><p>{PARA}</p><p>{PARA}</p><p>Lesen Sie auch</p><p>{PARA}Last</p></article>"
+    assert "Last" in main_content_text(_page(box))
+    late = (
+        f"<article><p>{PARA}</p><p>{PARA}</p><p>{PARA}</p><h2>MEIST GELESEN</h2><p>{PARA}Last</p></article>"
+    )
+    text = main_content_text(_page(late))
+    assert "Last" not in text and "MEIST" not in text and text.count(PARA.strip()) == 3
+
+
+def test_an_article_named_as_boilerplate_around_the_named_body_stays():
+    """uebermedien.de names its <article> ``steady-paywall-container``: the body the page names inside it is
+    read, though the comments below make it a small part of the <main>."""
+    comments = "".join(f'<li class="comment"><p>{PARA}Reader {i}</p></li>' for i in range(8))
+    html = _page(
+        f'<main><article class="post steady-paywall-container"><h1>Title</h1><div class="entry-content">'
+        f'<p>{PARA}Body one</p><p>{PARA}Body two</p></div></article><ol class="comment-list">{comments}</ol></main>'
+    )
+    text = main_content_text(html)
+    assert "Body one" in text and "Body two" in text and "Reader" not in text
+
+
+def test_a_discussion_is_read_from_its_comments():
+    """A forum thread (mactechnews.de names each post ``MtnComment``) has no text outside its comments: they are
+    read, the sidebar and the reply form still not. Under an article, comments stay dropped."""
+    posts = "".join(
+        f'<div class="MtnComment"><span class="MtnCommentAccountName">user{i}</span>'
+        f'<div class="MtnCommentText">Post {i}: {PARA}</div></div>'
+        for i in range(3)
+    )
+    sidebar = '<div class="col"><ul>' + "<li>Top news of the week, one line each</li>" * 6 + "</ul></div>"
+    forum = _page(
+        f'<h2>Thread title</h2>{posts}<div id="respond"><p>Log in to reply to this thread</p></div>{sidebar}'
+    )
+    a = analyze(forum)
+    text = a.text()
+    assert all(f"Post {i}:" in text for i in range(3)), text
+    assert "Log in to reply" not in text
+    assert not content.is_discussion(a)  # as read the second time: its posts are its prose
+    article = _page(
+        f"<article><p>{PARA}Own text</p><p>{PARA}</p></article><div class='comments'>{posts}</div>"
+    )
+    text = main_content_text(article)
+    assert "Own text" in text and "Post 0" not in text
+
+
+def test_long_prose_may_link_many_of_its_words():
+    """A long paragraph whose writer linked half its words is prose; a short one is a menu or a teaser."""
+    linked = '<a href="/x">linked words of the paragraph</a> and plain words of it; ' * 4
+    long, short = f"<p>{linked}</p>", f"<p>{linked[: len(linked) // 2]}</p>"
+    assert analyze(_page(f"<p>{PARA}</p>{long}<p>{PARA}</p>")).why == ["", "", ""]
+    assert analyze(_page(f"<p>{PARA}</p>{short}<p>{PARA}</p>")).why == ["", "links", ""]
 
 
 def test_never_text():

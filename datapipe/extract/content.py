@@ -25,14 +25,20 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    its word tokens (split at ``-``, ``_`` and camelCase; parts with digits are hashes and ignored) is in
    :data:`BOILERPLATE_TOKENS`, so ``canvas`` is no ``nav`` and ``commentary`` no ``comment``; a name that states a
    layout or state (``has-sidebar``, ``no-share``, a BEM ``--modifier``) names no part. A container that holds
-   most of the page's or of the article's text, or holds the article, is never dropped by name.
+   most of the page's or of the article's text, or holds the article or the body the page names, is never
+   dropped by name. A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
+   page); some sites name the article's own lead so, and it links nowhere.
 3. **The content root**: when the page names its article body (``itemprop=articleBody``, ``article-body``,
    ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
    the most text (and its siblings of the same kind with a fair share of it) is the root, widened to the
    ``<article>`` around it; blocks outside go, except the title and lead (from the last ``<h1>`` before the root).
-4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices go.
+4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices go;
+   a long paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
+6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
+   the site (``Related articles``, ``Das könnte Sie auch interessieren``, ``Les plus lus``: :data:`TAIL_TITLES`)
+   ends it, as boilerpipe's terminating blocks do.
 
 The output keeps structure where it is cheap: blocks separated by blank lines, list items as ``- `` lines, table
 rows as ``|``-separated cells on one line, headings on their own lines, and with ``markdown=True`` headings as
@@ -48,7 +54,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from types import ModuleType
 
@@ -72,6 +78,14 @@ BOILERPLATE_GROUPS = {
     "credits": "caption captions credit credits copyright author authors authorbox authorbio bio byline",
 }
 BOILERPLATE_TOKENS = frozenset(t for group in BOILERPLATE_GROUPS.values() for t in group.split())
+# Word tokens of a teaser: a card that shows a headline, a picture and a summary of another page. Some sites name
+# the article's own lead so (``teaser-text``), so a part named a teaser goes only when it links away: when a
+# heading in it is a link (:func:`links_away`).
+TEASER_TOKENS = frozenset({"teaser", "teasers"})
+# Word tokens of the comments under an article. On a discussion (a forum thread, a live ticker) they hold the
+# page's text: see :func:`is_discussion`.
+COMMENT_TOKENS = frozenset({"comment", "comments", "commentlist"})
+TEASER_TIER = 4  # the walk records a part named a teaser as a container of this tier (1-3 are content roots)
 LAYOUT_NAMES = frozenset(
     {"main", "content", "page", "wrapper", "container", "site", "Main", "Content", "Page"}
 )
@@ -253,6 +267,9 @@ ROOT_SIBLING = 0.25  # another candidate of the root's tier with this share of i
 ROOT_SHARE = 0.3  # a root with less of its <main>'s text is a fragment of the article
 KEEP_SHARE = 0.6  # a container named as boilerplate that holds this share of the page's text is not dropped
 LINK_DENSITY = 0.35  # link text / text above which a block goes
+# a paragraph this long is prose, whose writer linked many of its words, below this link share: menus and teaser
+# lists are many short links, not one long run of text
+PROSE_CHARS, PROSE_LINK_DENSITY = 200, 0.6
 SHORT_CHARS = 50  # a block shorter than this is judged by its neighbours
 NOTICE_CHARS = 200  # a block this short with a copyright sign or "all rights reserved" is a notice
 HEADING_REACH = 3  # how many blocks after a heading are searched for its text
@@ -260,6 +277,28 @@ LONG_HEADING = 100  # a heading this long is text set large, and stays without t
 SHORT_NEEDS = 2  # how many of its two context blocks must be kept long ones for a short block to stay
 GOOD, SHORT, BAD = range(3)
 SHORT_EXEMPT = ("li", "tr", "pre")  # list items, table rows and code are short by nature
+# Section titles that announce other pages of the site (boilerpipe's "terminating blocks"), by language: whole-
+# block matches, case-blind. Only titles of lists are here: words that also open a box inside an article ("read
+# also", "Lesen Sie auch", "Mehr zum Thema") or a real section ("Empfehlungen", "More about this recipe") are not.
+TAIL_TITLES = {
+    "en": r"related (?:articles?|posts?|stories|content|news|reading)|you (?:may|might) also (?:like|enjoy)|"
+    r"more stories|most (?:read|popular|viewed|shared)(?: articles| stories| posts)?|"
+    r"popular (?:posts|articles|stories)|recommended (?:for you|articles|stories)",
+    "de": r"das könnte (?:sie|dich) auch interessieren|weitere (?:artikel|nachrichten|beiträge|meldungen|news)"
+    r"(?: .{0,40})?|ähnliche (?:artikel|beiträge|themen|nachrichten)|meist ?gelesene?(?: artikel)?|"
+    r"beliebte (?:artikel|beiträge)|verwandte (?:artikel|beiträge|themen)",
+    "fr": r"sur le même (?:sujet|thème)|articles similaires|les plus lus|vous aimerez aussi",
+    "es": r"(?:te|le) puede interesar|(?:noticias|artículos|notas) relacionad[ao]s|lo más (?:leído|visto)|"
+    r"más noticias",
+    "pl": r"najczęściej czytane|podobne artykuły",
+    "it": r"articoli correlati|potrebbe interessarti|i più letti",
+}
+_TAIL_TITLE = re.compile(r"(?:" + "|".join(TAIL_TITLES.values()) + r")[\s:.!?…»>-]*", re.IGNORECASE)
+TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
+TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
+# a page keeping less prose (paragraphs of 100+ characters) than this may be a discussion, when parts named for
+# comments hold this much text
+DISCUSSION_PROSE, DISCUSSION_CHARS = 200, 500
 
 
 def name_tokens(name: str) -> list[str]:
@@ -343,6 +382,7 @@ HINTS = [
     "entry",
     "story",
     "post",
+    "teaser",
 ]
 
 
@@ -372,7 +412,7 @@ _HINT = re.compile(trie_pattern(HINTS))
 
 @functools.lru_cache(maxsize=16384)
 def classify_one(name: str) -> int:
-    """One class name or id: 1 names a content root, -1 boilerplate, 0 neither."""
+    """One class name or id: 1 names a content root, -1 boilerplate, 2 a teaser, 0 none of them."""
     if not _HINT.search(name.lower()):
         return 0
     # a BEM modifier (``o-section--has-ads``) states, it names nothing
@@ -383,13 +423,16 @@ def classify_one(name: str) -> int:
     if end:
         # a part named after the body (``ArticleBody-related-coverage``) is that part, not the body
         return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks[end:]) else 1
-    return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks) else 0
+    if not BOILERPLATE_TOKENS.isdisjoint(toks):
+        return -1
+    return 2 if not TEASER_TOKENS.isdisjoint(toks) else 0
 
 
 @functools.lru_cache(maxsize=65536)
 def classify_name(names: str) -> tuple[bool, int]:
-    """(whether a class-and-id value names boilerplate, the content-root tier it names or 0), judged per class
-    name; a content-root name wins over a boilerplate one (``entry-content no-share``).
+    """(whether a class-and-id value names boilerplate, the content-root tier it names, :data:`TEASER_TIER` or 0),
+    judged per class name; a content-root name wins over a boilerplate one (``entry-content no-share``), and
+    that over a teaser's.
 
     Digits are ignored by :func:`name_tokens` (a part with one is a hash or a number), so every digit becomes
     ``0`` first: ``menu-item-1234`` and ``menu-item-1235`` are then one cache entry. A page has ~190 distinct
@@ -406,7 +449,7 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
     names = key.decode("utf-8", "surrogatepass")
     if not _HINT.search(names.lower()):
         return False, 0
-    boiler = False
+    boiler = teaser = False
     for name in names.split():
         verdict = classify_one(name)
         if verdict == 1:
@@ -414,14 +457,32 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
         if name in LAYOUT_NAMES:  # ``<div id="main" class="sidebar-right">``: the page's frame, not a part
             return False, 0
         boiler = boiler or verdict < 0
-    return boiler, 0
+        teaser = teaser or verdict == 2
+    return boiler, TEASER_TIER if teaser and not boiler else 0
+
+
+@functools.lru_cache(maxsize=4096)
+def classify_discussion(names: str) -> tuple[bool, int]:
+    """:func:`classify_name` on a page read as a discussion: a value that names boilerplate only by comment words
+    (``comment-list``, ``MtnComment``, ``live-match-comment``) names text."""
+    boiler, tier = classify_name(names)
+    if boiler and all(classify_one(name) >= 0 or _comments_only(name) for name in names.split()):
+        return False, tier
+    return boiler, tier
+
+
+@functools.lru_cache(maxsize=4096)
+def _comments_only(name: str) -> bool:
+    toks = name_tokens(name.split("--", 1)[0])
+    end = _root_end(toks)
+    named = BOILERPLATE_TOKENS.intersection(toks[end:])
+    return bool(named) and named <= COMMENT_TOKENS
 
 
 def forget_names() -> None:
     """Empty the name classifiers' caches, so that the next page is judged as on a fresh process (benchmarks)."""
-    classify_name.cache_clear()
-    _classify_value.cache_clear()
-    classify_one.cache_clear()
+    for cached in (classify_name, _classify_value, classify_one, classify_discussion, _comments_only):
+        cached.cache_clear()
 
 
 @dataclass(slots=True)
@@ -436,7 +497,8 @@ class Block:
 
 @dataclass(slots=True)
 class Container:
-    """An element whose blocks are judged together: boilerplate by name (kind "boiler") or a root candidate."""
+    """An element whose blocks are judged together: boilerplate by name (kind "boiler"), a root candidate (kind
+    "root", tiers 1-3) or a part named a teaser (kind "root", :data:`TEASER_TIER`)."""
 
     kind: str
     tier: int
@@ -465,8 +527,8 @@ _KINDS = {**{h: h for h in HEADINGS}, "li": "li", "dd": "li", "dt": "li", "tr": 
 
 def make_block(kind: str, raw: str, link_chars: int) -> Block | None:
     """A block from the text the walk gathered between two block boundaries (None when it holds no text):
-    whitespace runs become one space (lines kept in preformatted text), ``<br>`` breaks the line, a row's cells
-    lose their outer separators."""
+    whitespace runs become one space (lines kept in preformatted text), ``<br>`` breaks
+    the line, a row's cells lose their outer separators."""
     raw = raw.strip()
     if not raw:
         return None
@@ -483,14 +545,14 @@ def _inside(inner: Container, outer: Container) -> bool:
     return outer.start <= inner.start and inner.end <= outer.end
 
 
-def choose_root(containers: list[Container], total: int) -> list[Container]:
+def choose_root(containers: list[Container], total: int) -> tuple[list[Container], list[Container]]:
     """The content roots: the article-body candidates (the one with most text, and others of the same tier with
     a fair share of its text: a body split into sections), each widened to the ``<article>`` around it (the
     lead and title often sit beside the body); else the ``<article>`` or, last, the ``<main>`` with most text. A
     root holding under :data:`ROOT_SHARE` of the ``<main>`` around it is a fragment: the ``<main>`` is taken."""
     tiers: dict[int, list[Container]] = {1: [], 2: [], 3: []}
     for c in containers:
-        if c.kind == "root" and c.chars >= ROOT_MIN_CHARS // 4:
+        if c.kind == "root" and c.tier in tiers and c.chars >= ROOT_MIN_CHARS // 4:
             tiers[c.tier].append(c)
     best = None
     for tier in (1, 2, 3):
@@ -500,9 +562,10 @@ def choose_root(containers: list[Container], total: int) -> list[Container]:
                 break
             best = None
     if best is None:
-        return []
+        return [], []
     roots = [c for c in tiers[best.tier] if c.chars >= ROOT_SIBLING * best.chars]
     roots = [c for c in roots if not any(o is not c and _inside(c, o) for o in roots)]  # outermost only
+    cores = list(roots)
     out: list[Container] = []
     for root in roots:
         if root.tier == 1:
@@ -516,7 +579,7 @@ def choose_root(containers: list[Container], total: int) -> list[Container]:
                 root = main
         if all(r is not root for r in out):
             out.append(root)
-    return out
+    return out, cores
 
 
 def _is_notice(text: str) -> bool:
@@ -528,10 +591,16 @@ def _is_notice(text: str) -> bool:
     )
 
 
+def links_away(blocks: list[Block]) -> bool:
+    """Whether a heading among the blocks is a link: a teaser's headline leads to its article, an article's
+    own subheadings lead nowhere."""
+    return any(b.kind in HEADINGS and b.link_chars > b.chars // 2 for b in blocks)
+
+
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     """Why each block goes ("" for a block kept): a pure function of the walk's record (see the module docstring).
-    The first rule that drops a block names it: ``name:<the container>``, ``outside-root``, ``links``,
-    ``notice``, ``short``, ``heading``."""
+    The first rule that drops a block names it: ``name:<the container>``, ``teaser:<the container>``,
+    ``outside-root``, ``links``, ``notice``, ``short``, ``heading``, ``tail``."""
     n = len(blocks)
     total = sum(b.chars for b in blocks)
     why = [""] * n
@@ -541,16 +610,25 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     for c in containers:
         if not c.skipped:
             c.chars = upto[c.end] - upto[c.start]
-    roots = choose_root(containers, total)
-    # 2. boilerplate by name (not a container around a root, or holding most of the text)
+    roots, cores = choose_root(containers, total)
+    # 2. boilerplate by name, and teasers that link away (not a container around a root or the candidate it
+    # grew from, or holding most of the text)
     for c in containers:
-        if c.kind != "boiler" or c.start == c.end:
+        if c.start == c.end:
             continue
-        if c.chars >= KEEP_SHARE * total or any(
-            _inside(r, c) or (_inside(c, r) and c.chars >= KEEP_SHARE * r.chars) for r in roots
+        if c.kind == "boiler":
+            label = "name:"
+        elif c.tier == TEASER_TIER and links_away(blocks[c.start : c.end]):
+            label = "teaser:"
+        else:
+            continue
+        if (
+            c.chars >= KEEP_SHARE * total
+            or any(_inside(r, c) or (_inside(c, r) and c.chars >= KEEP_SHARE * r.chars) for r in roots)
+            or any(_inside(r, c) for r in cores)
         ):
             continue  # a wrapper named for a state (``<div class="entry share">``) around the article
-        label = "name:" + c.name
+        label += c.name
         for i in range(c.start, c.end):
             why[i] = why[i] or label
     # 3. the content roots, and the title and lead: from the last <h1> before the first root to it
@@ -568,7 +646,8 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     for i, b in enumerate(blocks):
         if why[i]:
             continue
-        if b.link_chars > LINK_DENSITY * b.chars:
+        prose = b.kind == "p" and b.chars >= PROSE_CHARS
+        if b.link_chars > (PROSE_LINK_DENSITY if prose else LINK_DENSITY) * b.chars:
             why[i] = "links"
         elif b.chars < NOTICE_CHARS and _is_notice(b.text):
             why[i] = "notice"
@@ -611,6 +690,18 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             j = n
         if j >= n or why[j] or (blocks[j].kind in HEADINGS and HEADINGS[blocks[j].kind] <= level):
             why[i] = "heading"
+    # 6. the end of the article: a section title that announces other pages of the site, in the last part of
+    # the kept text, ends it (the list it titles follows)
+    kept = 0
+    tail = TAIL_SHARE * sum(b.chars for b, w in zip(blocks, why, strict=True) if not w)
+    for i, b in enumerate(blocks):
+        if why[i]:
+            continue
+        if kept >= tail and b.chars <= TAIL_TITLE_CHARS and _TAIL_TITLE.fullmatch(b.text):
+            for j in range(i, n):
+                why[j] = why[j] or "tail"
+            break
+        kept += b.chars
     return why
 
 
@@ -650,6 +741,33 @@ class Analysis:
 
     def text(self, markdown: bool = False) -> str:
         return render(self.blocks, self.why, markdown)
+
+
+def is_discussion(a: Analysis) -> bool:
+    """Whether the page is a discussion whose comments are its text (a forum thread, a live ticker): outside the
+    parts named for comments it keeps under :data:`DISCUSSION_PROSE` characters of paragraphs, and those parts
+    hold :data:`DISCUSSION_CHARS` or more. An article with comments under it keeps its own paragraphs."""
+    prose = sum(
+        b.chars for b, w in zip(a.blocks, a.why, strict=True) if not w and b.kind == "p" and b.chars >= 100
+    )
+    if prose >= DISCUSSION_PROSE:
+        return False
+    said = 0
+    held = [False] * len(a.blocks)
+    for c in a.containers:
+        if c.kind != "boiler" or not c.attrs or not _names_comments(c.attrs):
+            continue
+        if c.skipped:  # not visited: the walk measured its text
+            said += c.chars
+        else:
+            held[c.start : c.end] = [True] * (c.end - c.start)
+    said += sum(b.chars for b, h in zip(a.blocks, held, strict=True) if h)
+    return said >= DISCUSSION_CHARS
+
+
+def _names_comments(attrs: dict[str, str | None]) -> bool:
+    names = " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
+    return bool(names) and classify_name(names)[0] and not classify_discussion(names)[0]
 
 
 @dataclass(frozen=True)
@@ -728,8 +846,15 @@ def analyze(html: str) -> Analysis:
     body = tree.body
     if body is None:
         return Analysis([], [], [])
+    a = _walk(walk, rules, body.mem_id)
+    if is_discussion(a):  # read it again, its comments as text (rare: an extra walk)
+        a = _walk(walk, replace(rules, classify=classify_discussion), body.mem_id)
+    return a
+
+
+def _walk(walk: ModuleType, rules: WalkRules, node: int) -> Analysis:
     walker = walk.Walk(rules)
-    walker.run(body.mem_id)
+    walker.run(node)
     return Analysis(walker.blocks, walker.containers, decide(walker.blocks, walker.containers))
 
 
