@@ -296,9 +296,9 @@ TAIL_TITLES = {
 _TAIL_TITLE = re.compile(r"(?:" + "|".join(TAIL_TITLES.values()) + r")[\s:.!?…»>-]*", re.IGNORECASE)
 TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
 TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
-# a page keeping less prose (paragraphs of 100+ characters) than this may be a discussion, when parts named for
-# comments hold this much text
-DISCUSSION_PROSE, DISCUSSION_CHARS = 200, 500
+# a page keeping less prose (paragraphs of DISCUSSION_PARAGRAPH+ characters) than this may be a discussion, when
+# parts named for comments hold this much text
+DISCUSSION_PROSE, DISCUSSION_CHARS, DISCUSSION_PARAGRAPH = 200, 500, 100
 
 
 def name_tokens(name: str) -> list[str]:
@@ -527,8 +527,8 @@ _KINDS = {**{h: h for h in HEADINGS}, "li": "li", "dd": "li", "dt": "li", "tr": 
 
 def make_block(kind: str, raw: str, link_chars: int) -> Block | None:
     """A block from the text the walk gathered between two block boundaries (None when it holds no text):
-    whitespace runs become one space (lines kept in preformatted text), ``<br>`` breaks
-    the line, a row's cells lose their outer separators."""
+    whitespace runs become one space (lines kept in preformatted text), ``<br>`` breaks the line, a row's cells
+    lose their outer separators."""
     raw = raw.strip()
     if not raw:
         return None
@@ -748,7 +748,9 @@ def is_discussion(a: Analysis) -> bool:
     parts named for comments it keeps under :data:`DISCUSSION_PROSE` characters of paragraphs, and those parts
     hold :data:`DISCUSSION_CHARS` or more. An article with comments under it keeps its own paragraphs."""
     prose = sum(
-        b.chars for b, w in zip(a.blocks, a.why, strict=True) if not w and b.kind == "p" and b.chars >= 100
+        b.chars
+        for b, w in zip(a.blocks, a.why, strict=True)
+        if not w and b.kind == "p" and b.chars >= DISCUSSION_PARAGRAPH
     )
     if prose >= DISCUSSION_PROSE:
         return False
