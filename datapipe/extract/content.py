@@ -412,7 +412,7 @@ _HINT = re.compile(trie_pattern(HINTS))
 
 @functools.lru_cache(maxsize=16384)
 def classify_one(name: str) -> int:
-    """One class name or id: 1 names a content root, -1 boilerplate, 2 a teaser, 0 none of them."""
+    """One class name or id: 1 names a content root, -1 boilerplate, :data:`TEASER_TIER` a teaser, 0 none of them."""
     if not _HINT.search(name.lower()):
         return 0
     # a BEM modifier (``o-section--has-ads``) states, it names nothing
@@ -425,7 +425,7 @@ def classify_one(name: str) -> int:
         return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks[end:]) else 1
     if not BOILERPLATE_TOKENS.isdisjoint(toks):
         return -1
-    return 2 if not TEASER_TOKENS.isdisjoint(toks) else 0
+    return TEASER_TIER if not TEASER_TOKENS.isdisjoint(toks) else 0
 
 
 @functools.lru_cache(maxsize=65536)
@@ -457,7 +457,7 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
         if name in LAYOUT_NAMES:  # ``<div id="main" class="sidebar-right">``: the page's frame, not a part
             return False, 0
         boiler = boiler or verdict < 0
-        teaser = teaser or verdict == 2
+        teaser = teaser or verdict == TEASER_TIER
     return boiler, TEASER_TIER if teaser and not boiler else 0
 
 
