@@ -208,6 +208,37 @@ def test_an_article_named_as_boilerplate_around_the_named_body_stays():
     assert "Body one" in text and "Body two" in text and "Reader" not in text
 
 
+def test_paragraphs_named_paywall_are_text_and_the_paywall_box_is_not():
+    """Condé Nast's sites (Wired, The New Yorker) name every paragraph after the first ``paywall``: the text behind
+    the paywall, in the HTML. A box named so (an element around text) is the paywall itself."""
+    menu = "<nav><ul>" + "<li><a href='/s'>A section of the site</a></li>" * 60 + "</ul></nav>"
+    box = '<div class="signwall-body paywall"><p>You have reached your limit of free articles this month</p></div>'
+    html = _page(
+        f'{menu}<article><h1>Title</h1><p>{PARA}First</p><p class="paywall">{PARA}Second</p>'
+        f'<p class="paywall">{PARA}Third</p>{box}</article>'
+    )
+    text = main_content_text(html)
+    assert all(w in text for w in ("First", "Second", "Third")), text
+    assert "limit of free articles" not in text
+
+
+def test_an_article_named_for_its_author_is_the_article():
+    """prachatai.com's Drupal theme names the article's node ``author-sarayut``: a class that says who wrote it,
+    not an author box. An <article> named for what it is (a comment, a teaser card) or with a boilerplate role
+    stays dropped."""
+    sidebar = "<aside>" + f"<h3><a href='/n'>Another story</a></h3><p>{PARA}Sidebar</p>" * 4 + "</aside>"
+    html = _page(
+        f'<article class="node node-report author-sarayut" id="node-report-80642"><h1>Title</h1>'
+        f"<p>{PARA}Body one</p><p>{PARA}Body two</p></article>"
+        f'<article class="comment"><p>{PARA}Reader</p></article>'
+        f'<article role="complementary"><p>{PARA}Aside</p></article>{sidebar}'
+    )
+    a = analyze(html)
+    text = a.text()
+    assert "Body one" in text and "Body two" in text and "Title" in text, text
+    assert not any(w in text for w in ("Reader", "Aside", "Sidebar")), text
+
+
 def test_a_discussion_is_read_from_its_comments():
     """A forum thread (mactechnews.de names each post ``MtnComment``) has no text outside its comments: they are
     read, the sidebar and the reply form still not. Under an article, comments stay dropped."""

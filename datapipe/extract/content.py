@@ -27,7 +27,9 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    layout or state (``has-sidebar``, ``no-share``, a BEM ``--modifier``) names no part. A container that holds
    most of the page's or of the article's text, or holds the article or the body the page names, is never
    dropped by name. A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
-   page); some sites name the article's own lead so, and it links nowhere.
+   page); some sites name the article's own lead so, and it links nowhere. An ``<article>`` is dropped by name
+   only when the name says what it is (a comment, a teaser card: :data:`ARTICLE_KINDS`), not when it says who
+   wrote it (Drupal's ``author-sarayut``); a paragraph named ``paywall`` is the text behind the paywall.
 3. **The content root**: when the page names its article body (``itemprop=articleBody``, ``article-body``,
    ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
    the most text (and its siblings of the same kind with a fair share of it) is the root, widened to the
@@ -86,6 +88,16 @@ TEASER_TOKENS = frozenset({"teaser", "teasers"})
 # page's text: see :func:`is_discussion`.
 COMMENT_TOKENS = frozenset({"comment", "comments", "commentlist"})
 TEASER_TIER = 4  # the walk records a part named a teaser as a container of this tier (1-3 are content roots)
+# What an <article> element can be that is not the page's article: a comment, a teaser card, a menu entry, an ad.
+# The vocabulary's other words name a part of an article or a state of it (``author-sarayut``, Drupal's class for
+# who wrote the node; ``docked-sharebar-container``), not what the element is.
+ARTICLE_KINDS = frozenset(
+    " ".join(BOILERPLATE_GROUPS[g] for g in ("comments", "teasers", "navigation", "ads")).split()
+)
+# A paragraph named only this marks text behind a paywall, not the paywall's box: Condé Nast's sites (Wired, The
+# New Yorker, Ars Technica) name every paragraph after the first ``paywall``. A box is an element around text
+# (``<div class="signwall-inside_body-cont paywall">``), and it stays boilerplate.
+PAID_TEXT = ["paywall"]
 LAYOUT_NAMES = frozenset(
     {"main", "content", "page", "wrapper", "container", "site", "Main", "Content", "Page"}
 )
@@ -461,6 +473,13 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
     return boiler, TEASER_TIER if teaser and not boiler else 0
 
 
+@functools.lru_cache(maxsize=1024)
+def paid_text(names: str) -> bool:
+    """Whether a paragraph's class-and-id value names boilerplate only by :data:`PAID_TEXT`: it is text behind a
+    paywall (the walk asks only of a ``<p>`` that :func:`classify_name` judged boilerplate)."""
+    return all(classify_one(name) >= 0 or name_tokens(name) == PAID_TEXT for name in names.split())
+
+
 @functools.lru_cache(maxsize=4096)
 def classify_discussion(names: str) -> tuple[bool, int]:
     """:func:`classify_name` on a page read as a discussion: a value that names boilerplate only by comment words
@@ -481,7 +500,14 @@ def _comments_only(name: str) -> bool:
 
 def forget_names() -> None:
     """Empty the name classifiers' caches, so that the next page is judged as on a fresh process (benchmarks)."""
-    for cached in (classify_name, _classify_value, classify_one, classify_discussion, _comments_only):
+    for cached in (
+        classify_name,
+        _classify_value,
+        classify_one,
+        classify_discussion,
+        _comments_only,
+        paid_text,
+    ):
         cached.cache_clear()
 
 
@@ -610,6 +636,8 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     for c in containers:
         if not c.skipped:
             c.chars = upto[c.end] - upto[c.start]
+            if c.kind == "boiler" and c.tag == "article" and not _names_kind(c.attrs):
+                c.kind, c.tier = "root", 2  # named for its author or a state of it: an article
     roots, cores = choose_root(containers, total)
     # 2. boilerplate by name, and teasers that link away (not a container around a root or the candidate it
     # grew from, or holding most of the text)
@@ -767,6 +795,18 @@ def is_discussion(a: Analysis) -> bool:
     return said >= DISCUSSION_CHARS
 
 
+def _names_kind(attrs: dict[str, str | None] | None) -> bool:
+    """Whether an <article> named as boilerplate is named for what it is (:data:`ARTICLE_KINDS`: a comment, a
+    card; or its ARIA role says so), not for its author or a state of it."""
+    if not attrs or attrs.get("role") in BOILERPLATE_ROLES:
+        return True
+    names = " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
+    return any(
+        classify_one(name) < 0 and not ARTICLE_KINDS.isdisjoint(name_tokens(name.split("--", 1)[0]))
+        for name in names.split()
+    )
+
+
 def _names_comments(attrs: dict[str, str | None]) -> bool:
     names = " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
     return bool(names) and classify_name(names)[0] and not classify_discussion(names)[0]
@@ -784,6 +824,7 @@ class WalkRules:
     kinds: tuple[str | None, ...]
     roles: frozenset[str]
     classify: Callable[[str], tuple[bool, int]]
+    paid_text: Callable[[str], bool]
     make_block: Callable[[str, str, int], Block | None]
     container: type[Container]
     hidden_style: Callable[[str], object]
@@ -834,6 +875,7 @@ def _compiled() -> tuple[ModuleType, WalkRules]:
         tuple(kinds),
         BOILERPLATE_ROLES,
         classify_name,
+        paid_text,
         make_block,
         Container,
         _HIDDEN_STYLE.search,
