@@ -795,12 +795,17 @@ def is_discussion(a: Analysis) -> bool:
     return said >= DISCUSSION_CHARS
 
 
+def _class_and_id(attrs: dict[str, str | None]) -> str:
+    """A container's class and id as the walk hands them to the name classifiers."""
+    return " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
+
+
 def _names_kind(attrs: dict[str, str | None] | None) -> bool:
     """Whether an <article> named as boilerplate is named for what it is (:data:`ARTICLE_KINDS`: a comment, a
     card; or its ARIA role says so), not for its author or a state of it."""
     if not attrs or attrs.get("role") in BOILERPLATE_ROLES:
         return True
-    names = " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
+    names = _class_and_id(attrs)
     return any(
         classify_one(name) < 0 and not ARTICLE_KINDS.isdisjoint(name_tokens(name.split("--", 1)[0]))
         for name in names.split()
@@ -808,7 +813,7 @@ def _names_kind(attrs: dict[str, str | None] | None) -> bool:
 
 
 def _names_comments(attrs: dict[str, str | None]) -> bool:
-    names = " ".join(v for v in (attrs.get("class"), attrs.get("id")) if v)
+    names = _class_and_id(attrs)
     return bool(names) and classify_name(names)[0] and not classify_discussion(names)[0]
 
 
