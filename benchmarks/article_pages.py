@@ -53,7 +53,7 @@ def article_pages(into: Path) -> tuple[list[ArticlePage], str]:
         into.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-            + ["--dest", str(into), RELEASE],
+            + ["--timeout", "20", "--retries", "1", "--dest", str(into), RELEASE],  # offline: fail in ~1 min
             capture_output=True,
             text=True,
             check=False,
