@@ -276,9 +276,11 @@ def test_never_text():
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"
         '<p hidden>Hidden one</p><p style="display: none">Hidden two</p><div aria-hidden="true">Hidden three</div>'
         "<figure><img src=x><figcaption>A caption</figcaption></figure><template><p>Template</p></template>"
-        f"<p>{PARA}</p>"
+        f'<p>{PARA}<span style="display:none">Hidden four</span> <cite hidden>Hidden five</cite> '
+        '<a href="/x" aria-hidden="true">Hidden six</a> seen</p>'
     )
     text = main_content_text(_page(markup))
+    assert "seen" in text, text
     for gone in (
         "secret",
         ".x",
@@ -286,6 +288,9 @@ def test_never_text():
         "Hidden one",
         "Hidden two",
         "Hidden three",
+        "Hidden four",
+        "Hidden five",
+        "Hidden six",
         "A caption",
         "Template",
     ):

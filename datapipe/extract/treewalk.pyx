@@ -279,6 +279,27 @@ cdef class Walk:
             self.link_chars = 0
         return 0
 
+    cdef bint hides(self, lxb_dom_attr_t *attr) except -1:
+        """Whether the attribute hides its element: ``hidden``, ``aria-hidden="true"``, or a style with
+        ``display:none`` or ``visibility:hidden`` (the regular expression only where a substring test found a
+        candidate)."""
+        cdef object style
+        if attr.node.local_name == LXB_DOM_ATTR_STYLE:
+            style = value_of(attr)
+            return bool(style and ("none" in style or "hidden" in style) and self.hidden_style(style))
+        return attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY and (
+            attr_is(attr, "hidden", 6) or (attr_is(attr, "aria-hidden", 11) and value_is(attr, "true", 4))
+        )
+
+    cdef bint hidden(self, lxb_dom_node_t *node) except -1:
+        """Whether an attribute of the element hides it."""
+        cdef lxb_dom_attr_t *attr = (<lxb_dom_element_t *> node).first_attr
+        while attr != NULL:
+            if self.hides(attr):
+                return True
+            attr = attr.next
+        return False
+
     cdef int walk(self, lxb_dom_node_t *node, Py_ssize_t depth) except -1:
         cdef Py_ssize_t deeper = depth + 1
         cdef lxb_dom_node_t *child = node.first_child
@@ -301,6 +322,9 @@ cdef class Walk:
                 tid = child.local_name
                 what = self.what_c[tid] if tid < self.ntags else INLINE
                 if what == INLINE or what == LINK:
+                    if (<lxb_dom_element_t *> child).first_attr != NULL and self.hidden(child):
+                        child = child.next  # a hidden caption or word, as a hidden block is not read
+                        continue
                     if what == LINK:
                         self.link += 1
                     if deeper < self.max_depth:
@@ -326,7 +350,7 @@ cdef class Walk:
         cdef int tier = 0
         cdef unsigned char flags = self.flags_c[tid]
         cdef str tag = self.names[tid]
-        cdef object kind, opened = None, style, verdict, role_value = None, attrs = None
+        cdef object kind, opened = None, verdict, role_value = None, attrs = None
         cdef Py_ssize_t chars, n
         if flags & F_WRAPPER and self.text_chars(node) < self.wrapper_share * self.page_chars:
             return 0
@@ -335,13 +359,9 @@ cdef class Walk:
                 cls = attr
             elif attr.node.local_name == LXB_DOM_ATTR_ID:
                 ident = attr
-            elif attr.node.local_name == LXB_DOM_ATTR_STYLE:
-                style = value_of(attr)
-                if style and ("none" in style or "hidden" in style) and self.hidden_style(style):
-                    return 0
+            elif self.hides(attr):
+                return 0
             elif attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
-                if attr_is(attr, "hidden", 6) or (attr_is(attr, "aria-hidden", 11) and value_is(attr, "true", 4)):
-                    return 0
                 if attr_is(attr, "role", 4):
                     role = attr
                 elif attr_is(attr, "itemprop", 8) and value_is(attr, "articleBody", 11):
