@@ -112,6 +112,25 @@ RULES = [
         "notice",
     ),
     (
+        f'<div class="entry-content"><p>{PARA}</p><p>{PARA}</p><div class="li-relatedlinks"><p>{PARA}Elsewhere</p>'
+        "</div></div>",
+        PARA.strip(),
+        "Elsewhere",
+        "name:div.li-relatedlinks",
+    ),
+    (
+        f"<p>{PARA}</p><p>Alle Rechte vorbehalten. Nachdruck nur mit Genehmigung des Verlags.</p><p>{PARA}</p>",
+        PARA.strip(),
+        "Nachdruck",
+        "notice",
+    ),
+    (
+        f"<p>{PARA}</p><p>版权所有：中国日报网。未经协议授权，禁止转载使用。</p><p>{PARA}</p>",
+        PARA.strip(),
+        "禁止转载",
+        "notice",
+    ),
+    (
         f'<div class="sidebar"><p>{PARA}Aside text</p></div><article><h1>Title</h1><p>{PARA}</p><p>{PARA}</p>'
         f"<p>{PARA}</p></article>",
         "Title",
@@ -206,6 +225,37 @@ def test_an_article_named_as_boilerplate_around_the_named_body_stays():
     )
     text = main_content_text(html)
     assert "Body one" in text and "Body two" in text and "Reader" not in text
+
+
+def test_two_root_names_on_the_same_text_make_one_root():
+    """wmn.de wraps its body in ``<div class="entry-content"><article class="article-body">``: two candidates of
+    one tier with the same blocks. Each lies inside the other, and the rule "outermost only" once dropped both, so
+    that no root was found and the whole page was kept. The element opened first is the root."""
+    html = _page(
+        f"<div><p>{PARA}Unnamed box beside the article</p></div>"
+        f'<div class="entry-content"><article class="article-body"><p>{PARA}Body one</p><p>{PARA}Body two</p>'
+        "</article></div>"
+    )
+    a = analyze(html)
+    text = a.text()
+    assert "Body one" in text and "Body two" in text, text
+    assert "Unnamed box" not in text, text
+
+
+def test_a_list_of_links_named_as_the_body_is_not_a_root():
+    """BBC's Chinese pages name their related links ``g-block story-body contextual-links``: a second candidate of
+    the body's tier with a fair share of its text. A candidate whose text is mostly links is not a section of the
+    body, and what is not in the body goes."""
+    related = "".join(
+        f'<li><a href="/n{i}">A related story, number {i}</a><p>2012-12-0{i}</p></li>' for i in range(6)
+    )
+    html = _page(
+        f'<div class="story-body"><p>{PARA}Body one</p><p>{PARA}Body two</p></div>'
+        f'<div class="story-body contextual-links"><h2>Related</h2><ul>{related}</ul></div>'
+    )
+    text = main_content_text(html)
+    assert "Body one" in text and "Body two" in text, text
+    assert "2012-12-01" not in text, text
 
 
 def test_paragraphs_named_paywall_are_text_and_the_paywall_box_is_not():

@@ -16,8 +16,8 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
 
 1. **Never text**: scripts, styles, forms, buttons, templates, embedded media, figure captions (mostly photo
    credits; a figure's own content, such as a table, is read), ruby annotations and hidden elements (``hidden``,
-   ``aria-hidden``, ``display:none``) are not visited; a form holding :data:`WRAPPER_SHARE` of the page's text or
-   more is visited (ASP.NET pages wrap the page in one).
+   ``aria-hidden``, ``display:none``; inline ones too, such as CNN's hidden gallery captions) are not visited; a
+   form holding :data:`WRAPPER_SHARE` of the page's text or more is visited (ASP.NET pages wrap the page in one).
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
    (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie and
    newsletter boxes, ads, author boxes, tag lists, pagination, ...), or whose tag or ARIA role says the same
@@ -32,10 +32,12 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    wrote it (Drupal's ``author-sarayut``); a paragraph named ``paywall`` is the text behind the paywall.
 3. **The content root**: when the page names its article body (``itemprop=articleBody``, ``article-body``,
    ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
-   the most text (and its siblings of the same kind with a fair share of it) is the root, widened to the
-   ``<article>`` around it; blocks outside go, except the title and lead (from the last ``<h1>`` before the root).
-4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices go;
-   a long paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`).
+   the most text (and its siblings of the same kind with a fair share of it, unless mostly links) is the root,
+   widened to the ``<article>`` around it; blocks outside go, except the title and lead (from the last ``<h1>``
+   before the root).
+4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices
+   (the sign, or "all rights reserved" in ten languages and the Chinese, Japanese and Korean forms) go; a long
+   paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
@@ -71,7 +73,8 @@ BOILERPLATE_GROUPS = {
     "skiplinks pagination pager prevnext",
     "page frame": "footer sidebar sidebars toolbar topbar popup login",
     "sharing": "share sharing shares sharebar shariff social socials sociallinks",
-    "teasers": "related relatedposts recommended recommendations recirculation promo promos",
+    "teasers": "related relatedposts relatedlinks relatedarticles relatedstories relatedcontent relatednews "
+    "recommended recommendations recirculation promo promos",
     "ads": "advert adverts advertisement advertising ads adsense sponsor sponsored",
     "consent and sign-up": "cookie cookies consent gdpr newsletter subscribe subscription signup paywall",
     "comments": "comment comments commentlist disqus respond rating ratings",
@@ -245,7 +248,19 @@ def _tag_ids() -> dict[str, int]:
 
 
 _CAMEL = re.compile(r"([a-z])([A-Z])")
-_NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|all rights reserved", re.IGNORECASE)
+# "all rights reserved" in the languages of the dev set, and the CJK forms of a copyright line
+_RESERVED = (
+    "all rights reserved|alle rechte vorbehalten|tous droits réservés|todos los derechos reservados|"
+    "todos os direitos reservados|tutti i diritti riservati|wszelkie prawa zastrzeżone|все права защищены|"
+    "všechna práva vyhrazena|alle rechten voorbehouden|"
+    "版[权權](?:所有|[声聲]明|[说說]明|保[护護][:：])|無断(?:転載|複製)|무단\\s?(?:전재|복제|배포)"
+)
+_NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|" + _RESERVED, re.IGNORECASE)
+# substrings of which one is in every notice: the cheap test before the regular expression
+_NOTICE_MARKS = (
+    "©", "(c)", "copyright", "rights reserved", "vorbehalten", "réservés", "reservados", "riservati",
+    "zastrzeżone", "защищены", "vyhrazena", "voorbehouden", "版", "無断", "무단",
+)  # fmt: skip
 _BLANKS = re.compile(r"\n{3,}")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
@@ -276,6 +291,7 @@ ROOT_NAMES = (
 SKIP_SHARE = 0.1  # a part named as boilerplate with less of the page's text is decided without visiting it
 ROOT_MIN_CHARS = 250
 ROOT_SIBLING = 0.25  # another candidate of the root's tier with this share of its text is a root too
+SIBLING_LINKS = 0.5  # unless more of its text than this is in links: a list of links (BBC's related links)
 ROOT_SHARE = 0.3  # a root with less of its <main>'s text is a fragment of the article
 KEEP_SHARE = 0.6  # a container named as boilerplate that holds this share of the page's text is not dropped
 LINK_DENSITY = 0.35  # link text / text above which a block goes
@@ -534,6 +550,7 @@ class Container:
     tag: str = ""
     attrs: dict[str, str | None] | None = None
     skipped: bool = False  # decided during the walk: its text was not visited
+    link_chars: int = 0  # of ``chars``, those in links (set by :func:`decide`)
 
     @property
     def name(self) -> str:
@@ -589,8 +606,16 @@ def choose_root(containers: list[Container], total: int) -> tuple[list[Container
             best = None
     if best is None:
         return [], []
-    roots = [c for c in tiers[best.tier] if c.chars >= ROOT_SIBLING * best.chars]
-    roots = [c for c in roots if not any(o is not c and _inside(c, o) for o in roots)]  # outermost only
+    roots = [
+        c
+        for c in tiers[best.tier]
+        if c is best or (c.chars >= ROOT_SIBLING * best.chars and c.link_chars <= SIBLING_LINKS * c.chars)
+    ]
+    outermost: list[Container] = []
+    for c in roots:  # in the order opened: an element before those inside it, even those with the same blocks
+        if not any(_inside(c, o) for o in outermost):
+            outermost.append(c)
+    roots = outermost
     cores = list(roots)
     out: list[Container] = []
     for root in roots:
@@ -612,9 +637,7 @@ def _is_notice(text: str) -> bool:
     """A copyright sign or words in the text; the regular expression only where a plain substring test found a
     candidate (a case-blind search that finds nothing took a quarter of the decisions' time)."""
     low = text.lower()
-    return ("©" in low or "(c)" in low or "copyright" in low or "rights reserved" in low) and bool(
-        _NOTICE.search(text)
-    )
+    return any(mark in low for mark in _NOTICE_MARKS) and bool(_NOTICE.search(text))
 
 
 def links_away(blocks: list[Block]) -> bool:
@@ -631,11 +654,14 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     total = sum(b.chars for b in blocks)
     why = [""] * n
     upto = [0] * (n + 1)  # upto[i]: characters in the blocks before block i
+    links = [0] * (n + 1)  # links[i]: of them, those in links
     for i, b in enumerate(blocks):
         upto[i + 1] = upto[i] + b.chars
+        links[i + 1] = links[i] + b.link_chars
     for c in containers:
         if not c.skipped:
             c.chars = upto[c.end] - upto[c.start]
+            c.link_chars = links[c.end] - links[c.start]
             if c.kind == "boiler" and c.tag == "article" and not _names_kind(c.attrs):
                 c.kind, c.tier = "root", 2  # named for its author or a state of it: an article
     roots, cores = choose_root(containers, total)
