@@ -446,6 +446,8 @@ def test_vocabulary_is_prematched():
         for b in ("", "s")
     ]
     assert [bool(content._HINT.search(p)) for p in probes] == [bool(flat.search(p)) for p in probes]
+    # every "all rights reserved" form holds one of the notice marks, the substring test run before the pattern
+    assert all(any(m in form for m in content._NOTICE_MARKS) for form in content.RESERVED)
 
 
 def test_numbered_names_are_judged_by_their_words():

@@ -248,15 +248,24 @@ def _tag_ids() -> dict[str, int]:
 
 
 _CAMEL = re.compile(r"([a-z])([A-Z])")
-# "all rights reserved" in the languages of the dev set, and the CJK forms of a copyright line
-_RESERVED = (
-    "all rights reserved|alle rechte vorbehalten|tous droits réservés|todos los derechos reservados|"
-    "todos os direitos reservados|tutti i diritti riservati|wszelkie prawa zastrzeżone|все права защищены|"
-    "všechna práva vyhrazena|alle rechten voorbehouden|"
-    "版[权權](?:所有|[声聲]明|[说說]明|保[护護][:：])|無断(?:転載|複製)|무단\\s?(?:전재|복제|배포)"
+# "all rights reserved" in the languages of the dev set, and the CJK forms of a copyright line (patterns)
+RESERVED = (
+    "all rights reserved",
+    "alle rechte vorbehalten",
+    "tous droits réservés",
+    "todos los derechos reservados",
+    "todos os direitos reservados",
+    "tutti i diritti riservati",
+    "wszelkie prawa zastrzeżone",
+    "все права защищены",
+    "všechna práva vyhrazena",
+    "alle rechten voorbehouden",
+    "版[权權](?:所有|[声聲]明|[说說]明|保[护護][:：])",
+    "無断(?:転載|複製)",
+    r"무단\s?(?:전재|복제|배포)",
 )
-_NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|" + _RESERVED, re.IGNORECASE)
-# substrings of which one is in every notice: the cheap test before the regular expression
+_NOTICE = re.compile(r"©|\(c\) ?\d{4}|\bcopyright\b|" + "|".join(RESERVED), re.IGNORECASE)
+# substrings of which one is in every notice (each of RESERVED holds one): the cheap test before the pattern
 _NOTICE_MARKS = (
     "©", "(c)", "copyright", "rights reserved", "vorbehalten", "réservés", "reservados", "riservati",
     "zastrzeżone", "защищены", "vyhrazena", "voorbehouden", "版", "無断", "무단",
