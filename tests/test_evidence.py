@@ -41,7 +41,7 @@ def test_every_removed_document_is_listed_with_its_reason_and_evidence(built_sma
             if row["reason"].startswith(("filter/", "langid/")):
                 assert row["evidence"] and row["measure"], row
             if row["reason"] == "langid/language":
-                assert re.fullmatch(r"language=\S+ not in en \(score \d\.\d\d\)", row["evidence"]), row
+                assert re.fullmatch(r"language=\S+ not in eng_Latn \(score \d\.\d\d\)", row["evidence"]), row
             if row["reason"] == "langid/score":
                 assert row["value"] < row["threshold"] == 0.65, row
             if row["reason"].startswith("filter/gopher_short_doc"):

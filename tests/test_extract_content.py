@@ -558,7 +558,7 @@ def test_valgrind_readme_reads_as_english_after_normalization():
         text = normalize_spaces(HtmlExtractor(method)((raw, "utf-8")))
         assert "\u00a0" not in text
         pred = lid.predict(text)
-        assert pred.language == "en" and pred.score > 0.5, (method, pred)
+        assert pred.language == "eng_Latn" and pred.score > 0.5, (method, pred)
 
 
 # -- the stage: every page accounted for -----------------------------------------------------------------------

@@ -30,7 +30,8 @@ def test_accuracy_on_fortunes_in_many_languages():
     for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
         docs = list(read_records(str(path)))
         lang = docs[0]["metadata"]["language"]
-        accuracy[lang] = sum(lid.predict(d["text"]).language == lang for d in docs) / len(docs)
+        # the fixtures carry lid.176's codes; predictions are language-scripts, and keep the model's label
+        accuracy[lang] = sum(lid.predict(d["text"]).label == lang for d in docs) / len(docs)
     print(json.dumps(accuracy, indent=1))
     assert len(accuracy) >= 9
     good = [lang for lang, acc in accuracy.items() if acc >= 0.95]
@@ -55,7 +56,7 @@ def test_extract_stage_tags_and_keeps_by_language(tmp_path):
         total_in += stats.docs_in
         total_kept += stats.docs_kept
         docs = list(read_records(stage.part_url(shard)))
-        assert all(d["metadata"]["language"] in ("de", "it") for d in docs)
+        assert all(d["metadata"]["language"] in ("deu_Latn", "ita_Latn") for d in docs)
         assert all(d["metadata"]["language_score"] >= 0.5 for d in docs)
         if shard.name.endswith(("-de.jsonl.zst", "-it.jsonl.zst")):
             assert stats.docs_kept >= 0.9 * stats.docs_in
@@ -216,4 +217,4 @@ def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
     # which language a 1-epoch, 8-dimension model names for 4 words is chance (it varied under load): the contract
     # is that fastText's own prediction is returned
     text = "Der Hund bellt laut"
-    assert lid._fast is None and lid.predict(text).language == _fasttext_top(model, text)[0]
+    assert lid._fast is None and lid.predict(text).label == _fasttext_top(model, text)[0]

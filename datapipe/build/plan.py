@@ -80,7 +80,7 @@ def _make(
 def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> dict[str, list[str]]:
     """List each source's input files; a glob that matches nothing, a missing list file or (in any source of the
     mixture) a threshold its filter preset does not have is a :class:`ConfigError` naming the field."""
-    from datapipe.filters.presets import build_chain
+    from datapipe.filters.presets import build_chain, check_language_preset
 
     for (
         src
@@ -88,6 +88,10 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
         if src.filters is not None:
             field = f"sources.{src.name}.filters"
             build_chain(src.filters.preset, dict(src.filters.overrides), file=mixture.file, field=field)
+            languages = src.langid.languages if src.langid is not None else None
+            check_language_preset(
+                src.filters.preset, languages, src.filters.fallback, file=mixture.file, source=src.name
+            )
     out: dict[str, list[str]] = {}
     for s in sources:
         files: list[str] = []

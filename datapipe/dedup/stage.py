@@ -8,6 +8,7 @@ stage. Document text never crosses workers.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,11 @@ from datapipe.dedup.store import (
     earlier_shards,
     read_removals,
     read_shingle_ids,
+    removal_shards,
     write_index,
     write_shingles,
 )
+from datapipe.dedup.wordsig import LanguageSigner
 from datapipe.evidence import Removal
 from datapipe.heartbeat import Heartbeat
 from datapipe.io.jsonl import read_records
@@ -49,14 +52,29 @@ class DedupStage(TwoPhaseStage):
     _hasher: MinHasher | None = field(default=None, repr=False)
     _shingler: Shingler | None = field(default=None, repr=False)
     _store: ShingleStore | None = field(default=None, repr=False)
+    _by_language: LanguageSigner | None = field(default=None, repr=False)
+    _cluster_sizes: dict[tuple[int, int], int] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_hasher": None, "_shingler": None, "_store": None}
+        return {
+            **self.__dict__,
+            "_hasher": None,
+            "_shingler": None,
+            "_store": None,
+            "_by_language": None,
+            "_cluster_sizes": None,
+        }
+
+    @property
+    def per_language(self) -> bool:
+        return self.config.minhash is not None and self.config.minhash.words == "language"
 
     def setup(self) -> None:
         if self.config.minhash is not None and self._hasher is None:
             self._hasher = MinHasher(self.config.minhash)
             self._shingler = Shingler(self.config.minhash.ngram)
+            if self.per_language:
+                self._by_language = LanguageSigner(self.config.minhash)
 
     def _sign(self, shard: Shard) -> tuple[list, list, int]:
         """Keys of one shard: ``(text hash, ref)`` for exact dedup, ``((band, key), (ref, content))`` for LSH (the
@@ -69,22 +87,32 @@ class DedupStage(TwoPhaseStage):
         bands: list[tuple[tuple[int, int], tuple[tuple[int, int], int]]] = []
         sets: list = []
         ids: list[str] = []
+        languages: list[str] = []
         n = 0
+        by_language = self._by_language
         for i, doc in enumerate(read_records(self.upstream(shard))):
             n += 1
             ids.append(doc["id"])
             ref = (shard.index, i)
             if self.config.exact:
                 exact.append((text_hash(doc["text"]), ref))
-            if self._shingler is not None:
+            if by_language is not None:
+                languages.append(doc.get("metadata", {}).get("language") or "unknown")
+                sets.append(by_language.shingles(doc["text"], languages[-1]))
+            elif self._shingler is not None:
                 sets.append(self._shingler(doc["text"]))
         if self._hasher is not None:
-            sigs = self._hasher.signatures(sets)
+            sigs = by_language.signatures(sets) if by_language is not None else self._hasher.signatures(sets)
             for i, (sig, shingles) in enumerate(zip(sigs, sets, strict=True)):
                 if len(shingles):  # an empty text has no signature to compare
                     # 63 bits: Beam's coder writes a larger int as a long one
                     member = ((shard.index, i), xxhash.xxh3_64_intdigest(shingles.tobytes()) >> 1)
-                    bands.extend(((b, key), member) for b, key in enumerate(self._hasher.band_keys(sig)))
+                    keys = (
+                        by_language.band_keys(sig, languages[i])
+                        if by_language is not None
+                        else self._hasher.band_keys(sig)
+                    )
+                    bands.extend(((b, key), member) for b, key in enumerate(keys))
             write_shingles(self.out_dir, shard.index, sets, ids)
         return exact, bands, n
 
@@ -124,7 +152,22 @@ class DedupStage(TwoPhaseStage):
         if decision is not None:
             stats.remove(self._evidence(index, *decision))
             return False
+        if self.per_language:  # FineWeb-2's save_cluster_size: what rehydration repeats by
+            size = self.cluster_sizes().get((self._shard, index), 1)
+            doc["metadata"]["minhash_cluster_size"] = size
+            stats.observe("dedup/cluster_size", size, "log")
         return True
+
+    def cluster_sizes(self) -> dict[tuple[int, int], int]:
+        """Each survivor's cluster: itself and every document removed as its duplicate (exact or MinHash), read
+        once per worker from all shards' removal lists (one entry per removed document)."""
+        if self._cluster_sizes is None:
+            sizes: Counter[tuple[int, int]] = Counter()
+            for index in removal_shards(self.out_dir):
+                for _, _, survivor in read_removals(self.out_dir, index):
+                    sizes[tuple(survivor)] += 1
+            self._cluster_sizes = {ref: n + 1 for ref, n in sizes.items()}
+        return self._cluster_sizes
 
     def _evidence(self, index: int, reason: str, kept: tuple[int, int]) -> Removal:
         """The kept copy a removal names (its id; its reference when the ids were not stored) and, for MinHash,

@@ -138,6 +138,12 @@ def read_removals(stage_dir: str, shard_index: int) -> list:
     return [tuple(r) for r in json.loads(fs.read_text(url))] if fs.exists(url) else []
 
 
+def removal_shards(stage_dir: str) -> list[int]:
+    """The input shards that have a removal list."""
+    names = fs.glob(fs.join(stage_dir, "removals", "part-*.json"))
+    return sorted(int(name.rsplit("part-", 1)[1].split(".")[0]) for name in names)
+
+
 def write_edges(stage_dir: str, shard: int, block: int, edges: list) -> None:
     """One block's edges ``(a, b, jaccard)``, sorted."""
     items = sorted([list(a), list(b), j] for a, b, j in edges)

@@ -24,7 +24,7 @@ from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
-from datapipe.langid.identifier import LanguageIdentifier
+from datapipe.langid.identifier import LanguageIdentifier, LanguageSelection
 from datapipe.stats import StageStats
 
 BATCH = 64  # pages sent to the extraction process at once
@@ -59,9 +59,10 @@ class ExtractStage:
     keep_removed = False  # not a field: the planner sets it for a source's keep_removed
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _lid: LanguageIdentifier | None = field(default=None, repr=False)
+    _select: LanguageSelection | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # worker resources are rebuilt in setup(), never pickled
-        return {**self.__dict__, "_sandbox": None, "_lid": None}
+        return {**self.__dict__, "_sandbox": None, "_lid": None, "_select": None}
 
     @property
     def source(self) -> str:
@@ -113,22 +114,10 @@ class ExtractStage:
             rec["metadata"]["language"] = pred.language
             rec["metadata"]["language_score"] = round(pred.score, 4)
             stats.observe("langid/score", pred.score, "unit")
-            if lid.languages and pred.language not in lid.languages:
-                why = Removal(
-                    "langid/language",
-                    "language",
-                    pred.language,
-                    "not in",
-                    ",".join(lid.languages),
-                    note=f"score {pred.score:.2f}",
-                )
-                stats.remove(why)
-                stats.sample(why, rec)
-                return False
-            if pred.score < lid.min_score:
-                why = Removal(
-                    "langid/score", "language_score", pred.score, "<", lid.min_score, note=pred.language
-                )
+            if self._select is None:
+                self._select = LanguageSelection.of(lid.languages, lid.min_score, self._lid.scripted)
+            why = self._select.judge(pred)
+            if why is not None:
                 stats.remove(why)
                 stats.sample(why, rec)
                 return False

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from datapipe.filters.words import splitter
 
+if TYPE_CHECKING:
+    from datapipe.languages.words import Splitter
+
 
 class FilterDoc:
-    """Text plus lazily computed, cached splits. Assigning ``text`` (a line modifier) drops the caches."""
+    """Text plus lazily computed, cached splits. Assigning ``text`` (a line modifier) drops the caches.
 
-    def __init__(self, text: str, url: str = "", language: str = "en") -> None:
+    ``words`` come from ``words_by`` (the document's language's splitter, :func:`datapipe.languages.word_splitter`)
+    or, by default, from spaCy's English rules, which the English presets (Gopher, RefinedWeb, C4, FineWeb) are
+    defined on.
+    """
+
+    def __init__(self, text: str, url: str = "", words_by: Splitter | None = None) -> None:
         self._text = text
         self.url = url
-        self.language = language
+        self._words_by = words_by
 
     @property
     def text(self) -> str:
@@ -27,5 +36,6 @@ class FilterDoc:
 
     @cached_property
     def words(self) -> list[str]:
-        """Words exactly as datatrove's spaCy word tokenizer splits them (see :mod:`datapipe.filters.words`)."""
-        return splitter("en").split(self._text)
+        """Words exactly as datatrove's word tokenizer for the language splits them (see :mod:`datapipe.filters.words`
+        and :mod:`datapipe.languages.words`)."""
+        return (self._words_by or splitter("en")).split(self._text)

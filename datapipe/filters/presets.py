@@ -8,6 +8,8 @@
 ``c4``          the C4 paper's line and document rules
 ``fineweb``     FineWeb's line-level rules
 ``none``        no heuristic filter (a URL blocklist may still apply)
+``fineweb2``    FineWeb-2's per-language rules (``fineweb2.py``): each document's language's thresholds, stop
+                words and word tokenizer; built per language (``language=``)
 =============  ==============================================================================================
 
 ``overrides`` sets any rule's threshold by its field name (``min_doc_words: 30``); a name no rule of the preset
@@ -17,6 +19,7 @@ has is a configuration error naming the field.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +27,13 @@ from datapipe.errors import ConfigError
 from datapipe.filters.c4 import C4Quality
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.fineweb import FineWebQuality
+from datapipe.filters.fineweb2 import fineweb2_rules
 from datapipe.filters.gopher import GopherQuality, GopherRepetition
 from datapipe.filters.refinedweb import LineModifiers
 from datapipe.filters.url import UrlBlocklist, load_domains, read_entries
+from datapipe.languages import LanguageError, language_config
+
+REFERENCE_LANGUAGE = "deu_Latn"  # a language preset's settings are checked on this one's rules at plan time
 
 PRESETS: dict[str, tuple[Any, ...]] = {
     "refinedweb": (GopherQuality(max_non_alpha_words_ratio=None), GopherRepetition(), LineModifiers()),
@@ -34,6 +41,10 @@ PRESETS: dict[str, tuple[Any, ...]] = {
     "c4": (C4Quality(),),
     "fineweb": (FineWebQuality(),),
     "none": (),
+}
+# presets whose rules depend on the document's language: language-script -> rules
+LANGUAGE_PRESETS: dict[str, Callable[[str], tuple[Any, ...]]] = {
+    "fineweb2": lambda language: fineweb2_rules(language_config(language)),
 }
 
 
@@ -81,12 +92,20 @@ def build_chain(
     bad_words: str | None = None,
     file: str = "mixture",
     field: str = "filters",
+    language: str | None = None,
 ) -> FilterChain:
-    if preset not in PRESETS:
-        raise ConfigError(
-            file, f"{field}.preset", f"unknown preset {preset!r} (presets: {', '.join(PRESETS)})"
-        )
-    rules = list(PRESETS[preset])
+    """The preset's rules with ``overrides``; a language preset's for ``language`` (its settings are checked on a
+    reference language when none is given)."""
+    if preset in LANGUAGE_PRESETS:
+        try:
+            rules = list(LANGUAGE_PRESETS[preset](language or REFERENCE_LANGUAGE))
+        except LanguageError as e:
+            raise ConfigError(file, f"{field}.preset", f"{preset}: {e}") from None
+    elif preset in PRESETS:
+        rules = list(PRESETS[preset])
+    else:
+        presets = ", ".join([*PRESETS, *LANGUAGE_PRESETS])
+        raise ConfigError(file, f"{field}.preset", f"unknown preset {preset!r} (presets: {presets})")
     for name, value in (overrides or {}).items():
         where = (file, f"{field}.overrides.{name}")
         owners = [i for i, r in enumerate(rules) if name in {f.name for f in dataclasses.fields(r)}]
@@ -103,3 +122,30 @@ def build_chain(
     if url_blocklist:
         rules.insert(0, UrlBlocklist(load_domains(url_blocklist)))
     return FilterChain(tuple(rules))
+
+
+def check_language_preset(
+    preset: str, languages: tuple[str, ...] | None, fallback: str | None, *, file: str, source: str
+) -> None:
+    """Before any work: a language preset needs language ID (``languages`` None: the source has none), and every
+    language the source keeps (and the fallback) needs a config and a word tokenizer that runs here. A source that
+    keeps all languages is checked per document instead (``language/no_config``)."""
+    from datapipe.languages import assignment, lid176_language
+
+    if preset not in LANGUAGE_PRESETS:
+        return
+    field = f"sources.{source}.filters"
+    if languages is None:
+        raise ConfigError(
+            file, f"{field}.preset", f"{preset} judges each document by its language: the source needs langid"
+        )
+    named = [(f"sources.{source}.langid.languages[{i}]", lid176_language(x)) for i, x in enumerate(languages)]
+    if fallback is not None:
+        named.append((f"{field}.fallback", fallback))
+    for where, language in named:
+        try:
+            if where.endswith("fallback") or fallback is None:
+                language_config(language)
+            assignment(language)
+        except LanguageError as e:
+            raise ConfigError(file, where, str(e)) from None

@@ -1,7 +1,9 @@
 """The ``filter`` stage: heuristic rules and line modifiers over extracted documents.
 
 A removed document is counted under ``filter/<rule>``; a kept one may come out with lines removed (RefinedWeb's
-modifiers, C4's line rules).
+modifiers, C4's line rules). A language preset (``fineweb2``) judges each document by the rules of its own language
+(``metadata.language``, from language ID), built once per language and worker; a document whose language has no
+config is removed as ``language/no_config``, or judged by ``filters.fallback``'s rules when the mixture names one.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.stages import FilterConfig
-from datapipe.evidence import prefixed
+from datapipe.errors import ConfigError
+from datapipe.evidence import Removal, prefixed
 from datapipe.filters.document import FilterDoc
-from datapipe.filters.presets import FilterChain, build_chain
+from datapipe.filters.fineweb2 import Finishing
+from datapipe.filters.presets import LANGUAGE_PRESETS, FilterChain, build_chain
+from datapipe.languages import LanguageError, Splitter, word_splitter
 from datapipe.stage import DocumentStage
 from datapipe.stats import StageStats
+
+NO_CONFIG = "language/no_config"
 
 
 @dataclass
@@ -25,20 +32,63 @@ class FilterStage(DocumentStage):
     out_dir: str
     name: str = "filter"
     _chain: FilterChain | None = field(default=None, repr=False)
+    # a language preset's rules and word splitter per language, or why the language cannot be judged
+    _by_language: dict[str, tuple[FilterChain, Splitter] | Removal] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:  # rebuilt per worker: splitters hold tokenizer models
+        return {**self.__dict__, "_chain": None, "_by_language": {}}
+
+    @property
+    def per_language(self) -> bool:
+        return self.config.preset in LANGUAGE_PRESETS
 
     def setup(self) -> None:
-        if self._chain is None:
+        if self._chain is None and not self.per_language:
             c = self.config
             self._chain = build_chain(
                 c.preset, dict(c.overrides), url_blocklist=c.url_blocklist, bad_words=c.bad_words
             )
 
+    def _build(self, language: str) -> FilterChain:
+        c = self.config
+        return build_chain(c.preset, dict(c.overrides), url_blocklist=c.url_blocklist, language=language)
+
+    def rules_for(self, language: str) -> tuple[FilterChain, Splitter] | Removal:
+        """The language's rules and words; the fallback's rules when it has no config (with its own words when
+        datatrove assigns it a tokenizer); else the removal that says why."""
+        got = self._by_language.get(language)
+        if got is None:
+            fallback = self.config.fallback
+            try:
+                got = (self._build(language), word_splitter(language))
+            except (LanguageError, ConfigError) as e:
+                if fallback is None:
+                    got = Removal(NO_CONFIG, "language", language, note=str(e).rsplit(": ", 1)[-1])
+                else:
+                    try:
+                        words = word_splitter(language)
+                    except LanguageError:
+                        words = word_splitter(fallback)
+                    got = (self._build(fallback), words)
+            self._by_language[language] = got
+        return got
+
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
-        assert self._chain is not None
-        view = FilterDoc(doc["text"], url=doc["metadata"].get("url", ""))
-        reason = self._chain.apply(view)
+        meta = doc["metadata"]
+        if self.per_language:
+            got = self.rules_for(meta.get("language") or "unknown")
+            if isinstance(got, Removal):
+                stats.remove(got)
+                return False
+            chain, words = got
+            view = FilterDoc(doc["text"], url=meta.get("url", ""), words_by=words)
+        else:
+            assert self._chain is not None
+            chain, view = self._chain, FilterDoc(doc["text"], url=meta.get("url", ""))
+        reason = chain.apply(view)
         if reason is not None:
             stats.remove(prefixed("filter", reason))
             return False
-        doc["text"] = view.text
+        c = self.config
+        doc["text"] = Finishing(c.ftfy, c.table_pipes)(view.text) if c.ftfy or c.table_pipes else view.text
         return True

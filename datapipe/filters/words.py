@@ -4,7 +4,9 @@ datatrove splits words with ``spacy.blank(lang)`` and Gopher-style rules are def
 that should agree with datatrove must split the same way. spaCy tokenizes every whitespace-separated chunk on its
 own; this module does the same per chunk, in three tiers:
 
-1. a chunk of letters only that is not one of spaCy's special cases ("dont" -> "do", "nt") is one word;
+1. a chunk of letters only that is not one of spaCy's special cases ("dont" -> "do", "nt") is one word (English
+   only, as are the other shortcuts marked below: Greek's suffix pattern matches whole words, Indonesian's
+   prefixes include currency codes such as "IDR", so other languages take tier 2 for every new chunk);
 2. other chunks follow spaCy's affix algorithm (peel prefixes and suffixes with spaCy's own compiled patterns,
    split the rest on its infix pattern), written here in Python without building a ``Doc``; any chunk that touches
    a special case (an exception such as "e.g." or ":)") is left to tier 3;
@@ -32,6 +34,8 @@ class WordSplitter:
         import spacy
 
         self.language = language
+        # shortcuts that hold for English's affix patterns (checked against spaCy on every fixture document)
+        self._english = language == "en"
         # spaCy types ``Language.tokenizer`` as any callable; a blank pipeline's is the rule-based Tokenizer
         tok = cast("Tokenizer", spacy.blank(language).tokenizer)
         self._tokenizer = tok
@@ -60,6 +64,9 @@ class WordSplitter:
                     continue
                 by_start.setdefault(pattern[0], set()).add(pattern)
         self._patterns = {k: tuple(sorted(v)) for k, v in by_start.items()}
+        # special cases that span whitespace (Spanish "EE. UU."): spaCy merges their tokens across chunks, so a
+        # text that holds one is tokenized by spaCy whole
+        self._spaced = tuple(sorted(s for s in (tok.rules or ()) if any(ch.isspace() for ch in s.strip())))
         self._memo: dict[str, tuple[str, ...]] = {}
         self._memo_size = memo_size
 
@@ -72,6 +79,8 @@ class WordSplitter:
         long, and lookbehinds still see the characters before ``pos``. A match found right at the window's start
         may extend further left (a run of dots), so that one case searches the whole string.
         """
+        if not self._english:
+            return self._suffix_full(string)
         n = len(string)
         # a suffix ending in a letter or digit is a unit or currency after a number ("10km") or "'s"; with two
         # letters/digits at the end and no digit anywhere, neither can match
@@ -126,7 +135,13 @@ class WordSplitter:
         if string:
             if string in specials:
                 return None
-            if "." in string and self._url_match(string) or string.isalnum():  # every URL pattern needs a dot
+            # every English URL pattern needs a dot, and no English infix splits letters and digits
+            if (
+                (not self._english or "." in string)
+                and self._url_match(string)
+                or self._english
+                and string.isalnum()
+            ):
                 middle = [string]
             else:
                 start = 0
@@ -168,16 +183,18 @@ class WordSplitter:
             self._memo[c] = tuple(w)
 
     def split(self, text: str) -> list[str]:
+        if self._spaced and any(s in text for s in self._spaced):
+            return [t for t in (tok.text.strip() for tok in self._tokenizer(text)) if t]
         chunks = text.split()
         memo = self._memo
         new = set(chunks).difference(memo)
         if new:
             if len(memo) + len(new) > self._memo_size:
                 memo.clear()  # a memo, not a cache of record: starting over changes no result
-            special = self._special
+            special, english = self._special, self._english
             hard = []
             for c in new:
-                if c.isalpha() and c not in special:
+                if english and c.isalpha() and c not in special:
                     memo[c] = (c,)
                 else:
                     got = self._affix_split(c)
