@@ -18,6 +18,7 @@ from datatrove.utils.text import simplify_text
 from datatrove.utils.word_tokenizers import load_word_tokenizer
 
 from datapipe.config.stages import FilterConfig
+from datapipe.data.language_weights import language_shares
 from datapipe.dedup.wordsig import WordMinHash
 from datapipe.errors import ConfigError
 from datapipe.filters.document import FilterDoc
@@ -35,19 +36,20 @@ from datapipe.languages import (
     lid176_language,
     raw_config,
     rehydration_weights,
+    repeats,
     word_splitter,
 )
 from datapipe.stats import StageStats
 from tests.conftest import CORPORA
 
-FIXTURE = CORPORA / "multilingual" / "lo-help.jsonl.zst"
+FIXTURE = sorted((CORPORA / "multilingual").glob("lo-help-*.jsonl.zst"))
 CJKV = {"cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn"}
 
 
 @pytest.fixture(scope="module")
 def docs() -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
-    for rec in read_records(str(FIXTURE)):
+    for rec in (r for path in FIXTURE for r in read_records(str(path))):
         out.setdefault(rec["metadata"]["language"], []).append(rec)
     return out
 
@@ -300,7 +302,8 @@ def test_dedup_per_language_never_crosses_languages_and_counts_cluster_sizes(doc
     mix = write_mixture(
         tmp_path,
         f"name: d\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
-        "  s: {weight: 1, format: jsonl, paths: ['*.jsonl'], dedup: {exact: false, minhash: {preset: fineweb2}}}\n",
+        "  s: {weight: 1, format: jsonl, paths: ['*.jsonl'], dedup: {exact: false, minhash: {preset: fineweb2}},\n"
+        "      rehydrate: {weights: up_to_05_reps}}\n",
     )
     outs = []
     for engine in ("beam", "datatrove"):
@@ -314,6 +317,13 @@ def test_dedup_per_language_never_crosses_languages_and_counts_cluster_sizes(doc
         d["id"]: d["metadata"] for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))
     }
     assert {k: v["minhash_cluster_size"] for k, v in kept.items()} == {"de-1": 3, "fr-1": 1, "it-1": 1}
+    # rehydration: German's weights at cluster size 3 say 2 copies; the others stay single
+    assert rehydration_weights("up_to_05_reps", "deu_Latn")[3] == 2
+    (tok,) = (outs[0] / "s").glob("tokenize-*")
+    cache = json.loads((tok / "stage.json").read_text())["cache"]
+    assert (cache["rows"], cache["repeats"]) == (4, 1)
+    manifest = json.loads((outs[0] / "mixture.json").read_text())
+    assert manifest["rehydrated_repeats"] == {"s": 1} and manifest["components"][0]["rows"] == 4
     # the documents and caches; the stage records hold each engine's own run figures
     digests = [
         {
@@ -324,3 +334,61 @@ def test_dedup_per_language_never_crosses_languages_and_counts_cluster_sizes(doc
         for o in outs
     ]
     assert digests[0] == digests[1] and len(digests[0]) >= 3
+
+
+def test_rehydration_repeats_as_fineweb2s_rehydrater():
+    """FineWeb-2's Rehydrater (misc/rehydration/README.md): weights expanded over sizes 1..max, the last beyond."""
+    weights = {1: 1, 2: 3, 3: 4, 5: 6, 8: 8, 11: 9, 17: 10, 145: 1}
+    expanded = [1]
+    for i in range(1, max(weights) + 1):
+        expanded.append(weights.get(i, expanded[-1]))
+    for size in range(1, 200):
+        want = expanded[-1] if size >= len(expanded) else expanded[size]
+        assert repeats(weights, size) == want, size
+    assert repeats({2: 3}, 1) == 1
+
+
+def test_language_shares_by_tokens_temperature_unimax_and_by_hand():
+    tokens = {"deu_Latn": 9000, "fra_Latn": 900, "khm_Khmr": 100, "none_Zzzz": 0}
+    prop = language_shares(tokens, "tokens")
+    assert prop == pytest.approx({"deu_Latn": 0.9, "fra_Latn": 0.09, "khm_Khmr": 0.01})
+    warm = language_shares(tokens, "temperature", alpha=0.5)
+    assert warm["khm_Khmr"] / warm["deu_Latn"] == pytest.approx((100 / 9000) ** 0.5)
+    # UniMax: 6,000 tokens over 3 languages, at most 4 epochs each: Khmer takes its cap (400), French 2,800
+    # (an equal half of what is left, under its 3,600 cap), German the rest (2,800)
+    uni = language_shares(tokens, "unimax", max_epochs=4, budget=6000)
+    assert uni == pytest.approx({"khm_Khmr": 400 / 6000, "fra_Latn": 2800 / 6000, "deu_Latn": 2800 / 6000})
+    assert language_shares(tokens, "explicit", explicit={"deu_Latn": 1, "khm_Khmr": 3}) == {
+        "deu_Latn": 0.25,
+        "khm_Khmr": 0.75,
+    }
+    with pytest.raises(ValueError, match="unimax needs a token budget"):
+        language_shares(tokens, "unimax")
+
+
+def test_the_bundled_multilingual_mixture_builds_per_language_components_on_both_engines(tmp_path):
+    from tests.conftest import run_build, tree_digest
+
+    outs = []
+    for engine in ("beam", "datatrove"):
+        out = tmp_path / engine
+        proc = run_build("--mixture", "multilingual_sample.yaml", "--output", str(out), "--engine", engine)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(out)
+    manifests = [json.loads((o / "mixture.json").read_text()) for o in outs]
+    names = [c["name"] for c in manifests[0]["components"]]
+    assert len(names) >= 14 and all(n.startswith("lo_help/") for n in names)
+    assert {"lo_help/cmn_Hani", "lo_help/jpn_Jpan", "lo_help/kor_Hang", "lo_help/vie_Latn"} <= set(names)
+    record = manifests[0]["by_language"]["lo_help"]
+    assert record["weights"] == "temperature" and record["alpha"] == 0.3
+    tokens = record["tokens"]
+    want = {k: v**0.3 for k, v in tokens.items()}
+    assert record["shares"] == pytest.approx({k: v / sum(want.values()) for k, v in want.items()})
+    drop = ("source_mixture_file",)
+    assert [{k: v for k, v in m.items() if k not in drop} for m in manifests][0] == {
+        k: v for k, v in manifests[1].items() if k not in drop
+    }
+    caches = [
+        {k: v for k, v in tree_digest(o).items() if "/tokenize-" in k and "/input_ids/" in k} for o in outs
+    ]
+    assert caches[0] == caches[1] and len(caches[0]) >= 2 * len(names)

@@ -63,7 +63,25 @@ def _document_stage(path: str, field: str) -> Callable[[MixtureConfig, SourceCon
 def _tokenize(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir: str) -> Stage:
     from datapipe.tokenize.stage import TokenizeStage
 
-    return TokenizeStage(src.name, mixture.tokenizer, input_dir, out_dir)
+    return TokenizeStage(
+        src.name,
+        mixture.tokenizer,
+        input_dir,
+        out_dir,
+        by_language=src.by_language is not None,
+        rehydrate=src.rehydrate.weights if src.rehydrate is not None else None,
+    )
+
+
+def _tokenize_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any]:
+    """The tokenizer; and, only when asked (so earlier builds keep their hashes), per-language caches and
+    rehydration (the language weights are the manifest's: changing them rebuilds nothing)."""
+    out: dict[str, Any] = {**mixture.tokenizer.to_dict(), "sha256": tokenizer_sha256}
+    if src.by_language is not None:
+        out["by_language"] = True
+    if src.rehydrate is not None:
+        out["rehydrate"] = src.rehydrate.to_dict()
+    return out
 
 
 def _config_of(field: str) -> Callable[[MixtureConfig, SourceConfig, str], dict[str, Any] | None]:
@@ -118,7 +136,7 @@ STAGES: tuple[StageKind, ...] = (
         _document_stage("datapipe.decon.stage:DeconStage", "decon"),
     ),
     StageKind("pii", _config_of("pii"), _document_stage("datapipe.pii.stage:PIIStage", "pii")),
-    StageKind("tokenize", lambda m, s, t: {**m.tokenizer.to_dict(), "sha256": t}, _tokenize),
+    StageKind("tokenize", _tokenize_config, _tokenize),
 )
 
 BY_NAME = {kind.name: kind for kind in STAGES}

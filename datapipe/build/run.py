@@ -33,6 +33,7 @@ from datapipe.build.plan import (
     resolve_eval_sets,
 )
 from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
+from datapipe.data.language_weights import language_shares
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
@@ -254,9 +255,16 @@ def write_mixture_manifest(
     """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
     components = []
     empty = []
+    by_language: dict[str, Any] = {}
+    rehydrated: dict[str, int] = {}  # repeats written into a source's cache by rehydration
+    total_weight = sum(sp.source.weight for sp in plans)
     for sp in plans:
         tok = sp.stage("tokenize")
         cache = read_stage_json(tok.out_dir)["cache"]
+        if sp.source.by_language is not None and cache["tokens"]:
+            parts, by_language[sp.source.name] = _language_components(mixture, sp, tok, cache, total_weight)
+            components.extend(parts)
+            continue
         if not cache["tokens"]:
             removed: Counter[str] = Counter()
             for st in sp.stages:
@@ -264,6 +272,8 @@ def write_mixture_manifest(
             why = ", ".join(f"{k} {v}" for k, v in removed.most_common(3)) or "no documents were read"
             empty.append(("sources." + sp.source.name, f"its cache holds no tokens ({why})"))
 
+        if "repeats" in cache:
+            rehydrated[sp.source.name] = cache["repeats"]
         ledger = hashlib.sha256(fs.read_bytes(fs.join(tok.out_dir, LEDGER))).hexdigest()
         components.append(
             Component(
@@ -285,6 +295,10 @@ def write_mixture_manifest(
         "source_mixture_file": fs.local_path(mixture.file),
         "tokenizer_file": TOKENIZER_FILE,
     }
+    if by_language:
+        extra["by_language"] = by_language
+    if rehydrated:
+        extra["rehydrated_repeats"] = rehydrated
     if mixture.schedule:
         extra["schedule"] = list(mixture.schedule)
     if mixture.train_tokens:
@@ -292,6 +306,53 @@ def write_mixture_manifest(
     return write_manifest(
         mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
     )
+
+
+def _language_components(
+    mixture: MixtureConfig, sp: SourcePlan, tok: StagePlan, cache: dict[str, Any], total_weight: float
+) -> tuple[list[Component], dict[str, Any]]:
+    """A source's per-language components ``<source>/<language>``, its weight shared by ``by_language.weights``;
+    and what the manifest records of how."""
+    cfg = sp.source.by_language
+    assert cfg is not None
+    tokens = {lang: c["tokens"] for lang, c in cache["languages"].items()}
+    budget = None
+    if mixture.train_tokens:  # the source's part of the planned training tokens
+        budget = mixture.train_tokens * sp.source.weight / total_weight
+    try:
+        shares = language_shares(
+            tokens,
+            cfg.weights,
+            alpha=cfg.alpha,
+            max_epochs=cfg.max_epochs,
+            budget=budget,
+            explicit=dict(cfg.explicit),
+        )
+    except ValueError as e:
+        raise ConfigError(mixture.file, f"sources.{sp.source.name}.by_language.weights", str(e)) from None
+    parts = []
+    for lang, share in shares.items():
+        folder = fs.join(tok.out_dir, lang)
+        ledger = hashlib.sha256(fs.read_bytes(fs.join(folder, LEDGER))).hexdigest()
+        c = cache["languages"][lang]
+        parts.append(
+            Component(
+                f"{sp.source.name}/{lang}",
+                sp.source.weight * share,
+                f"{sp.source.name}/{tok.dirname}/{lang}",
+                c["rows"],
+                c["tokens"],
+                ledger,
+            )
+        )
+    record: dict[str, Any] = {"weights": cfg.weights, "shares": shares, "tokens": tokens}
+    if cfg.weights == "temperature":
+        record["alpha"] = cfg.alpha
+    if cfg.weights == "unimax":
+        record.update(max_epochs=cfg.max_epochs, budget_tokens=budget)
+    if "repeats" in cache:
+        record["rehydrated_repeats"] = cache["repeats"]
+    return parts, record
 
 
 def label(sp: SourcePlan, st: StagePlan) -> str:

@@ -20,6 +20,7 @@ from datapipe.config.env import expand_tree
 from datapipe.config.schema import validate
 from datapipe.config.stages import (
     DCLM_THRESHOLD,
+    ByLanguageConfig,
     ClassifierRef,
     DeconConfig,
     DedupConfig,
@@ -31,6 +32,7 @@ from datapipe.config.stages import (
     ParagraphConfig,
     PIIConfig,
     QualityConfig,
+    RehydrateConfig,
     TokenizerConfig,
 )
 from datapipe.config.yamlio import load_yaml
@@ -59,6 +61,8 @@ class SourceConfig:
     description: str = ""
     real_location: str = ""
     keep_removed: bool = False  # every document stage also writes the documents it removed, per reason
+    by_language: ByLanguageConfig | None = None  # one component per language
+    rehydrate: RehydrateConfig | None = None
 
     def reader_config(self) -> dict[str, Any]:
         """What the extract stage's output depends on (part of its version hash)."""
@@ -134,6 +138,26 @@ def _langid(doc: dict | None, yaml_dir: str) -> LangidConfig | None:
         min_score=float(doc["min_score"]) if doc.get("min_score") is not None else None,
         model=fs.resolve(model, yaml_dir) if model else None,
     )
+
+
+def _by_language(doc: dict | None) -> ByLanguageConfig | None:
+    if doc is None:
+        return None
+    weights = doc.get("weights", "tokens")
+    explicit = tuple(sorted((k, float(v)) for k, v in weights.items())) if isinstance(weights, dict) else ()
+    return ByLanguageConfig(
+        weights="explicit" if explicit else weights,
+        explicit=explicit,
+        alpha=float(doc.get("alpha", 0.3)),
+        max_epochs=float(doc.get("max_epochs", 4.0)),
+    )
+
+
+def _rehydrate(doc: dict | None, yaml_dir: str) -> RehydrateConfig | None:
+    if doc is None:
+        return None
+    weights = doc["weights"]
+    return RehydrateConfig(weights if weights.startswith("up_to_") else fs.resolve(weights, yaml_dir))
 
 
 def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
@@ -287,6 +311,8 @@ def load_mixture(
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
                 keep_removed=bool(s.get("keep_removed", False)),
+                by_language=_by_language(s.get("by_language")),
+                rehydrate=_rehydrate(s.get("rehydrate"), yaml_dir),
             )
         )
     names = {s.name for s in sources}

@@ -273,3 +273,24 @@ class PIIConfig:
             "phone": self.phone,
             "placeholders": [EMAIL_PLACEHOLDER, IP_PLACEHOLDER, PHONE_PLACEHOLDER],
         }
+
+
+@dataclass(frozen=True)
+class ByLanguageConfig:
+    """One mixture component per language, the source's weight shared among them."""
+
+    weights: str = "tokens"  # "tokens", "temperature", "unimax" or "explicit"
+    explicit: tuple[tuple[str, float], ...] = ()
+    alpha: float = 0.3
+    max_epochs: float = 4.0
+
+
+@dataclass(frozen=True)
+class RehydrateConfig:
+    """FineWeb-2's rehydration: repeats by cluster size. ``weights``: a FineWeb-2 table name or a JSON file."""
+
+    weights: str
+
+    def to_dict(self) -> dict[str, Any]:
+        is_file = not self.weights.startswith("up_to_")
+        return {"weights": self.weights, **({"size": fs.size(self.weights)} if is_file else {})}

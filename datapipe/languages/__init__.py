@@ -8,7 +8,9 @@ from datapipe.languages.table import (
     language_config,
     lid176_language,
     raw_config,
+    rehydration_table,
     rehydration_weights,
+    repeats,
 )
 from datapipe.languages.words import Splitter, assignment, word_splitter
 
@@ -21,6 +23,8 @@ __all__ = [
     "language_config",
     "lid176_language",
     "raw_config",
+    "rehydration_table",
     "rehydration_weights",
+    "repeats",
     "word_splitter",
 ]

@@ -117,6 +117,34 @@ def lid176_language(label: str) -> str:
     return _table()["lid176"].get(label, label)
 
 
+def rehydration_table(weights: str) -> dict[str, dict[int, int]]:
+    """Repeat counts by cluster size for every language: a FineWeb-2 table (``up_to_05_reps``) or a JSON file of
+    the same shape (``{"deu_Latn": {"1": 1, "2": 3, ...}}``)."""
+    tables = _table()["rehydration"]
+    if weights in tables:
+        raw = tables[weights]
+    elif weights.startswith("up_to_"):
+        raise LanguageError(f"rehydration weights {weights!r}: unknown (tables: {', '.join(sorted(tables))})")
+    else:
+        from datapipe.io import fs
+
+        try:
+            raw = json.loads(fs.read_text(weights))
+        except (OSError, ValueError) as e:
+            raise LanguageError(f"{weights}: cannot read rehydration weights ({e})") from None
+    try:
+        return {lang: {int(k): int(v) for k, v in w.items()} for lang, w in raw.items()}
+    except (AttributeError, TypeError, ValueError):
+        raise LanguageError(f"{weights}: expected {{language: {{cluster size: repeats}}}}") from None
+
+
+def repeats(weights: dict[int, int], cluster_size: int) -> int:
+    """FineWeb-2's ``Rehydrater``: the weight of the largest listed size at or below ``cluster_size`` (1 below
+    every listed size)."""
+    listed = [size for size in weights if size <= cluster_size]
+    return weights[max(listed)] if listed else 1
+
+
 def rehydration_weights(table: str, language: str) -> dict[int, int]:
     """FineWeb-2's repeat counts by cluster size for one language (``table`` = ``up_to_05_reps`` ...)."""
     tables = _table()["rehydration"]

@@ -76,7 +76,8 @@ def source_chain(output: str, source: str, cache_dir: str) -> list[StageRecord]:
 
 
 def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageRecord]]]:
-    """(manifest, {component: its stage chain}) of a finished build."""
+    """(manifest, {source: its stage chain}) of a finished build (a source's components are its languages when it
+    is split by language, or the source itself)."""
     url = manifest_url_of(output)
     if not fs.exists(url):
         raise DatapipeError(f"{output}: no {MANIFEST} (a build with --only writes none; build every source)")
@@ -84,8 +85,14 @@ def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageRec
     base = os.path.dirname(url)
     chains = {}
     for comp in manifest["components"]:
+        # <source>/<tokenize stage>, or <source>/<tokenize stage>/<language> for a source split by language
         parts = comp["cache"].rstrip("/").split("/")
-        chains[comp["name"]] = source_chain(base, parts[-2], comp["cache"])
+        i = next(
+            (k for k in range(len(parts) - 1, 0, -1) if parts[k].startswith("tokenize-")), len(parts) - 1
+        )
+        source = parts[i - 1]  # a source's languages share its chain: it is listed once
+        if source not in chains:
+            chains[source] = source_chain(base, source, "/".join(parts[: i + 1]))
     return manifest, chains
 
 

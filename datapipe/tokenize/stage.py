@@ -3,10 +3,17 @@
 Each input shard's rows go to their own shard cache (``shards/part-NNNNN/``, uncompressed), in document order; ``finalize``
 concatenates the shard caches in shard order into ``input_ids`` and writes the ledger, so the result does not
 depend on how many workers ran or how a runner bundled the shards.
+
+With ``by_language`` (a source's ``by_language``), each language (``metadata.language``) gets its own cache,
+``<stage>/<language>/input_ids`` with its ledger, one mixture component each. With ``rehydrate``, each document's
+row is written as many times as FineWeb-2's weights say for the size of the MinHash cluster it survived
+(``metadata.minhash_cluster_size``), one after the other, as FineWeb-2's ``Rehydrater`` yields it; the repeats are
+counted (``rehydrate/repeats``) and each cache's ledger says how many rows are repeats.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +24,7 @@ from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
+from datapipe.languages import rehydration_table, repeats
 from datapipe.stats import StageStats
 from datapipe.store.cache import FIELD, make_ledger, write_ledger
 from datapipe.store.jagged import concat_jagged, write_rows_npy
@@ -32,7 +40,10 @@ class TokenizeStage:
     input_dir: str  # the upstream stage's folder, holding part-NNNNN.jsonl.zst
     out_dir: str
     name: str = "tokenize"
+    by_language: bool = False
+    rehydrate: str | None = None  # FineWeb-2's table name or a JSON file of weights
     _tok: LoadedTokenizer | None = field(default=None, repr=False)
+    _weights: dict[str, dict[int, int]] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # the tokenizer is rebuilt in setup(), never pickled
         return {**self.__dict__, "_tok": None}
@@ -51,18 +62,37 @@ class TokenizeStage:
         """This shard's rows, in document order: a scratch file that consolidation reads once."""
         return fs.join(self.out_dir, "shards", shard.part)
 
+    @property
+    def split(self) -> bool:
+        """Rows go to per-language folders and a shard's ``rows.json`` (written last) lists them."""
+        return self.by_language or self.rehydrate is not None
+
     def has_output(self, shard: Shard) -> bool:
-        return fs.exists(fs.join(self.shard_cache(shard), "ends.npy"))
+        marker = "rows.json" if self.split else "ends.npy"
+        return fs.exists(fs.join(self.shard_cache(shard), marker))
+
+    def _repeats(self, doc: dict[str, Any], stats: StageStats) -> int:
+        if self.rehydrate is None:
+            return 1
+        if self._weights is None:
+            self._weights = rehydration_table(self.rehydrate)
+        meta = doc.get("metadata", {})
+        weights = self._weights.get(meta.get("language") or "unknown")
+        if weights is None:
+            stats.counters["rehydrate/no_weights"] += 1
+            return 1
+        return repeats(weights, int(meta.get("minhash_cluster_size", 1)))
 
     def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         stats = StageStats()
-        rows: list[np.ndarray] = []
-        batch: list[str] = []
+        rows: dict[str, list[np.ndarray]] = {}  # by language ("" when not split by language)
+        batch: list[tuple[str, int, str]] = []
 
         def flush() -> None:
-            for ids in self.tokenizer.encode_arrays(batch):
-                rows.append(ids)
-                stats.tokens += len(ids)
+            encoded = self.tokenizer.encode_arrays([text for _, _, text in batch])
+            for (key, times, _), ids in zip(batch, encoded, strict=True):
+                rows.setdefault(key, []).extend([ids] * times)
+                stats.tokens += len(ids) * times
                 stats.observe("tokens_per_doc", len(ids))
             batch.clear()
 
@@ -71,23 +101,61 @@ class TokenizeStage:
                 beat.tick(stats.docs_in)
             stats.docs_in += 1
             stats.docs_kept += 1
-            batch.append(doc["text"])
+            key = (doc.get("metadata", {}).get("language") or "unknown") if self.by_language else ""
+            times = self._repeats(doc, stats)
+            if times > 1:
+                stats.counters["rehydrate/repeats"] += times - 1
+            batch.append((key, times, doc["text"]))
             if len(batch) >= BATCH:
                 flush()
         flush()
-        write_rows_npy(self.shard_cache(shard), rows)
+        if not self.split:
+            write_rows_npy(self.shard_cache(shard), rows.get("", []))
+            return stats
+        counts = {}
+        for key, got in sorted(rows.items()):
+            counts[key] = write_rows_npy(fs.join(self.shard_cache(shard), key or "all"), got)
+        fs.write_text_atomic(fs.join(self.shard_cache(shard), "rows.json"), json.dumps(counts) + "\n")
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        rows, tokens = concat_jagged(fs.join(self.out_dir, FIELD), [self.shard_cache(s) for s in shards])
-        ledger = make_ledger(
-            {s.name: st.docs_kept for s, st in zip(shards, stats, strict=True)},
-            {s.name: st.tokens for s, st in zip(shards, stats, strict=True)},
-            self.tokenizer.identity,
-        )
-        assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
-        write_ledger(self.out_dir, ledger)
-        return {"cache": {"rows": rows, "tokens": tokens, "tokenizer": self.tokenizer.identity.to_dict()}}
+        identity = self.tokenizer.identity.to_dict()
+        if not self.split:
+            rows, tokens = concat_jagged(fs.join(self.out_dir, FIELD), [self.shard_cache(s) for s in shards])
+            ledger = make_ledger(
+                {s.name: st.docs_kept for s, st in zip(shards, stats, strict=True)},
+                {s.name: st.tokens for s, st in zip(shards, stats, strict=True)},
+                self.tokenizer.identity,
+            )
+            assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
+            write_ledger(self.out_dir, ledger)
+            return {"cache": {"rows": rows, "tokens": tokens, "tokenizer": identity}}
+        per_shard = {
+            s.name: json.loads(fs.read_text(fs.join(self.shard_cache(s), "rows.json"))) for s in shards
+        }
+        keys = sorted({k for counts in per_shard.values() for k in counts})
+        caches = {}
+        for key in keys:  # each language's cache from the shards that hold it, in shard order
+            held = [s for s in shards if key in per_shard[s.name]]
+            folder = fs.join(self.out_dir, key) if key else self.out_dir
+            rows, tokens = concat_jagged(
+                fs.join(folder, FIELD), [fs.join(self.shard_cache(s), key or "all") for s in held]
+            )
+            ledger = make_ledger(
+                {s.name: per_shard[s.name][key][0] for s in held},
+                {s.name: per_shard[s.name][key][1] for s in held},
+                self.tokenizer.identity,
+            )
+            assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
+            write_ledger(folder, ledger)
+            caches[key] = {"rows": rows, "tokens": tokens}
+        total = {f: sum(c[f] for c in caches.values()) for f in ("rows", "tokens")}
+        out: dict[str, Any] = {**total, "tokenizer": identity}
+        if self.by_language:
+            out["languages"] = caches
+        if self.rehydrate is not None:
+            out["repeats"] = sum(st.counters.get("rehydrate/repeats", 0) for st in stats)
+        return {"cache": out}
 
     def cleanup(self) -> None:
         """Drop the shard caches once the stage is committed (they are fully copied into ``input_ids``)."""
