@@ -75,10 +75,12 @@ class FilterStage(DocumentStage):
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         meta = doc["metadata"]
+        language = meta.get("language") or "unknown"
         if self.per_language:
-            got = self.rules_for(meta.get("language") or "unknown")
+            got = self.rules_for(language)
             if isinstance(got, Removal):
                 stats.remove(got)
+                stats.counters[f"language/{language}/removed"] += 1
                 return False
             chain, words = got
             view = FilterDoc(doc["text"], url=meta.get("url", ""), words_by=words)
@@ -86,6 +88,8 @@ class FilterStage(DocumentStage):
             assert self._chain is not None
             chain, view = self._chain, FilterDoc(doc["text"], url=meta.get("url", ""))
         reason = chain.apply(view)
+        if self.per_language:  # per-language rows of the stage's counts: what each language kept
+            stats.counters[f"language/{language}/{'kept' if reason is None else 'removed'}"] += 1
         if reason is not None:
             stats.remove(prefixed("filter", reason))
             return False
