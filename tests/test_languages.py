@@ -392,6 +392,12 @@ def test_the_bundled_multilingual_mixture_builds_per_language_components_on_both
         {k: v for k, v in tree_digest(o).items() if "/tokenize-" in k and "/input_ids/" in k} for o in outs
     ]
     assert caches[0] == caches[1] and len(caches[0]) >= 2 * len(names)
+    # the report's per-language rows: what each language's rules kept, its tokens and share
+    from datapipe.report.html import render_report
+
+    section = render_report(str(outs[0])).split('<section id="languages">')[1].split("</section>")[0]
+    assert section.count("<tr>") == 1 + len(names) and "(weights: temperature)" in section
+    assert f"<td class=n>{tokens['kor_Hang']:,}</td>" in section
 
 
 def _rss_mib() -> float:

@@ -24,7 +24,17 @@ from datapipe.report import plots
 from datapipe.report.collect import StageRecord, mixture_chains, token_plan
 
 BROWSE_URL = f"http://127.0.0.1:{PORT}"
-SECTIONS = ("mixture", "funnel", "scores", "lengths", "duplicates", "contamination", "samples", "runs")
+SECTIONS = (
+    "mixture",
+    "funnel",
+    "languages",
+    "scores",
+    "lengths",
+    "duplicates",
+    "contamination",
+    "samples",
+    "runs",
+)
 TOP_ITEMS = 50  # evaluation items listed per decon stage (stage.json keeps up to 1,000)
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -115,6 +125,43 @@ def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
             + _img(plots.funnel(source, chain), f"{source} funnel", _view(base, "/") + f"#source-{source}")
         )
     return "".join(out)
+
+
+def _languages(manifest: dict[str, Any], chains: dict[str, list[StageRecord]], base: str) -> str:
+    """Per source judged by language: what each language's filter kept, and its tokens and share when the source
+    is split into per-language components."""
+    split = manifest.get("by_language", {})
+    out = []
+    for source, chain in chains.items():
+        counted: dict[str, dict[str, int]] = {}
+        for r in chain:
+            for key, n in r.counts.get("counters", {}).items():
+                parts = key.split("/")
+                if len(parts) == 3 and parts[0] == "language":
+                    counted.setdefault(parts[1], {}).setdefault(parts[2], 0)
+                    counted[parts[1]][parts[2]] += n
+        record = split.get(source, {})
+        languages = sorted(set(counted) | set(record.get("tokens", {})))
+        if not languages:
+            continue
+        rows = []
+        for lang in languages:
+            c = counted.get(lang, {})
+            judged = c.get("kept", 0) + c.get("removed", 0)
+            share = record.get("shares", {}).get(lang)
+            rows.append(
+                f"<tr><td>{_link(_view(base, '/docs', source=source, language=lang), lang)}</td>"
+                f"<td class=n>{judged:,}</td><td class=n>{c.get('kept', 0):,}</td>"
+                f"<td class=n>{record.get('tokens', {}).get(lang, 0):,}</td>"
+                f"<td class=n>{'-' if share is None else f'{share:.2%}'}</td></tr>"
+            )
+        how = record.get("weights")
+        note = f" (weights: {html.escape(str(how))})" if how else ""
+        out.append(
+            f"<h3>{html.escape(source)}{note}</h3><table><tr><th>language</th><th>judged by its filters</th>"
+            f"<th>kept</th><th>tokens</th><th>share of the source</th></tr>{''.join(rows)}</table>"
+        )
+    return "".join(out) or "<p>No source is judged or split by language in this build.</p>"
 
 
 def _scores(chains: dict[str, list[StageRecord]], base: str) -> str:
@@ -259,6 +306,7 @@ def render_report(
     body = {
         "mixture": _mixture(manifest, train_tokens),
         "funnel": _funnel(chains, browse_url),
+        "languages": _languages(manifest, chains, browse_url),
         "scores": _scores(chains, browse_url),
         "lengths": _lengths(chains, browse_url),
         "duplicates": _duplicates(chains, browse_url),
@@ -269,6 +317,7 @@ def render_report(
     titles = {
         "mixture": "Mixture: planned vs. available tokens",
         "funnel": "Removal funnel per source",
+        "languages": "Languages: kept per language, tokens and shares",
         "scores": "Score distributions (cut-offs dashed)",
         "lengths": "Document lengths",
         "duplicates": "Duplicate component sizes",
