@@ -36,13 +36,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))
 
 import numpy as np  # noqa: E402
+from fineweb2_peer import datatrove_decision, datatrove_filters  # noqa: E402
 from lo_help import documents  # noqa: E402
 
 from datapipe.dedup.wordsig import WordMinHash  # noqa: E402
 from datapipe.filters.document import FilterDoc  # noqa: E402
 from datapipe.filters.fineweb2 import fineweb2_rules  # noqa: E402
 from datapipe.filters.presets import FilterChain  # noqa: E402
-from datapipe.languages import language_config, raw_config, word_splitter  # noqa: E402
+from datapipe.languages import language_config, word_splitter  # noqa: E402
 
 MIN_DOCS = 100  # per language, as the issue asks
 CJKV = ("cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn")
@@ -50,51 +51,16 @@ CJKV = ("cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn")
 
 def datatrove_side(language: str, work: str):
     from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupSignature
-    from datatrove.pipeline.filters import FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
     from datatrove.utils.hashing import HashConfig
 
-    c = raw_config(language)  # the YAML as FineWeb-2 published it, read as fineweb-2-pipeline.py reads it
-    filters = [
-        GopherRepetitionFilter(
-            language=language,
-            dup_para_frac=0,
-            dup_line_char_frac=0,
-            dup_para_char_frac=0,
-            dup_line_frac=c["dup_line_frac"],
-            top_n_grams=c["top_n_grams"],
-            dup_n_grams=c["dup_n_grams"],
-        ),
-        FineWebQualityFilter(
-            language=language,
-            short_line_thr=999,
-            char_duplicates_ratio=0.1,
-            line_punct_thr=c["line_punct_thr"],
-            new_line_ratio=c["new_line_ratio"],
-        ),
-        GopherQualityFilter(
-            language=language,
-            max_avg_word_length=c["max_avg_word_length"],
-            min_avg_word_length=c["min_avg_word_length"],
-            stop_words=c["stopwords"],
-            max_non_alpha_words_ratio=c["max_non_alpha_words_ratio"],
-            min_stop_words=2,
-        ),
-    ]
+    filters = datatrove_filters(language)
     config = MinhashConfig(
         hash_config=HashConfig(hash_fc="xxhash", precision=64), num_buckets=14, hashes_per_bucket=8, n_grams=5
     )
     signer = MinhashDedupSignature(os.path.join(work, language), config=config, language=language)
 
     def run(text: str, doc_id: str):
-        from datatrove.data import Document
-
-        doc = Document(text=text, id=doc_id)
-        decision = "keep"
-        for f in filters:
-            out = f.filter(doc)
-            if out is not True:
-                decision = out[1] if isinstance(out, tuple) else "removed"
-                break
+        decision = datatrove_decision(filters, text, doc_id)
         shingles = signer.get_shingles(text)
         sig = np.array(signer.get_signature(shingles), dtype=np.uint64).ravel() if shingles.size else None
         return decision, sig

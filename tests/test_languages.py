@@ -5,14 +5,13 @@ language-scripts from language ID, and one line for what cannot be judged."""
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from datatrove.data import Document
 from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupSignature
-from datatrove.pipeline.filters import FineWebQualityFilter, GopherQualityFilter, GopherRepetitionFilter
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import simplify_text
 from datatrove.utils.word_tokenizers import load_word_tokenizer
@@ -40,7 +39,10 @@ from datapipe.languages import (
     word_splitter,
 )
 from datapipe.stats import StageStats
-from tests.conftest import CORPORA
+from tests.conftest import CORPORA, REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from fineweb2_peer import datatrove_decision, datatrove_filters  # noqa: E402
 
 FIXTURE = sorted((CORPORA / "multilingual").glob("lo-help-*.jsonl.zst"))
 CJKV = {"cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn"}
@@ -59,45 +61,6 @@ def test_fixture_covers_the_languages_the_issue_names(docs):
     assert all(len(v) == 16 for v in docs.values())
 
 
-def _datatrove_filters(language: str) -> list:
-    c = raw_config(language)  # as fineweb-2-pipeline.py configures datatrove's steps from the YAML
-    return [
-        GopherRepetitionFilter(
-            language=language,
-            dup_para_frac=0,
-            dup_line_char_frac=0,
-            dup_para_char_frac=0,
-            dup_line_frac=c["dup_line_frac"],
-            top_n_grams=c["top_n_grams"],
-            dup_n_grams=c["dup_n_grams"],
-        ),
-        FineWebQualityFilter(
-            language=language,
-            short_line_thr=999,
-            char_duplicates_ratio=0.1,
-            line_punct_thr=c["line_punct_thr"],
-            new_line_ratio=c["new_line_ratio"],
-        ),
-        GopherQualityFilter(
-            language=language,
-            max_avg_word_length=c["max_avg_word_length"],
-            min_avg_word_length=c["min_avg_word_length"],
-            stop_words=c["stopwords"],
-            max_non_alpha_words_ratio=c["max_non_alpha_words_ratio"],
-            min_stop_words=2,
-        ),
-    ]
-
-
-def _datatrove_decision(filters: list, text: str) -> str:
-    doc = Document(text=text, id="x")
-    for f in filters:
-        out = f.filter(doc)
-        if out is not True:
-            return out[1]
-    return "keep"
-
-
 def test_words_are_datatrove_words_in_every_language(docs):
     for language, recs in docs.items():
         theirs, ours = load_word_tokenizer(language), word_splitter(language)
@@ -109,12 +72,12 @@ def test_words_are_datatrove_words_in_every_language(docs):
 def test_decisions_and_reasons_are_datatrove_fineweb2s(docs):
     reasons: Counter[str] = Counter()
     for language, recs in docs.items():
-        theirs = _datatrove_filters(language)
+        theirs = datatrove_filters(language)
         chain, words = FilterChain(fineweb2_rules(language_config(language))), word_splitter(language)
         for rec in recs:
             why = chain.apply(FilterDoc(rec["text"], words_by=words))
             ours = "keep" if why is None else str(why)
-            assert ours == _datatrove_decision(theirs, rec["text"]), (language, rec["id"])
+            assert ours == datatrove_decision(theirs, rec["text"]), (language, rec["id"])
             reasons[ours] += 1
     # the fixture exercises keeping and several rules, so agreement is not agreement on one easy answer
     assert reasons["keep"] > 40 and len(reasons) >= 6, reasons
@@ -252,11 +215,11 @@ def test_the_stage_judges_each_document_by_its_language_and_counts_no_config(doc
     stats = StageStats()
     kept = Counter()
     for language, recs in docs.items():
-        theirs = _datatrove_filters(language)
+        theirs = datatrove_filters(language)
         for rec in recs:
             doc = json.loads(json.dumps(rec))
             keep = stage.keep(0, doc, stats)
-            assert keep == (_datatrove_decision(theirs, rec["text"]) == "keep")
+            assert keep == (datatrove_decision(theirs, rec["text"]) == "keep")
             kept[language] += keep
     english = {"id": "e", "text": docs["deu_Latn"][0]["text"], "metadata": {"language": "eng_Latn"}}
     assert not stage.keep(0, english, stats)
@@ -264,7 +227,7 @@ def test_the_stage_judges_each_document_by_its_language_and_counts_no_config(doc
     # with a fallback, an unconfigured language is judged by the fallback's rules, as datatrove would judge it
     fallback = _stage(tmp_path, fallback="deu_Latn")
     fallback.setup()
-    german = _datatrove_decision(_datatrove_filters("deu_Latn"), english["text"]) == "keep"
+    german = datatrove_decision(datatrove_filters("deu_Latn"), english["text"]) == "keep"
     assert fallback.keep(0, dict(english, metadata={"language": "eng_Latn"}), StageStats()) == german
 
 
