@@ -409,3 +409,26 @@ def test_a_worker_with_every_benchmarked_language_stays_under_1_5_gib(docs):
                 words.split(" ".join(f"{vocab[(n + k) % len(vocab)]}{n + k}" for k in range(1000)))
                 n += 1000
     assert _rss_mib() < 1536, f"{_rss_mib():.0f} MiB"
+
+
+def test_simplify_is_datatrove_simplify_text(docs):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from datapipe.dedup.wordsig import simplify
+
+    for recs in docs.values():
+        for rec in recs:
+            assert simplify(rec["text"]) == simplify_text(rec["text"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x2FFF), max_size=60))
+    def same(text: str) -> None:
+        assert simplify(text) == simplify_text(text)
+
+    same()
+    assert (
+        simplify(" Ça  coûte 12,5 € — déjà!\n")
+        == simplify_text(" Ça  coûte 12,5 € — déjà!\n")
+        == "ca coute 0 € deja"
+    )
