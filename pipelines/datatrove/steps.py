@@ -52,6 +52,20 @@ def _load(url: str) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
+def peak_rss_mb() -> int:
+    """This process's peak resident set: Linux's ``VmHWM``, which starts anew at ``exec``. ``ru_maxrss`` does not:
+    Linux carries it across ``exec``, so a build started by a 4 GB process (a test runner that had loaded models)
+    reported 4 GB for a task that held 300 MB. ``ru_maxrss`` where there is no ``/proc``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 class _Step(PipelineStep):
     """A step over one datapipe stage; ``shards`` and ``scratch`` (the phase files' folder) as the step needs."""
 
@@ -67,7 +81,7 @@ class _Step(PipelineStep):
     def count_peak(self) -> None:
         """The task's peak resident set so far, in datatrove's stats (``peak_rss_mb``; the engine reports the
         largest task of each executor). A local worker process runs several tasks: its peak bounds each."""
-        self.stat_update("peak_rss_mb", value=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        self.stat_update("peak_rss_mb", value=peak_rss_mb())
 
     def count(self, stats: StageStats) -> None:
         self.stat_update("docs_in", value=stats.docs_in)
