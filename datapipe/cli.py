@@ -119,12 +119,13 @@ def cmd_export_clusters(args: argparse.Namespace) -> int:
 
 
 def cmd_browse(args: argparse.Namespace) -> int:
-    from datapipe.browse.app import create_app, default_index_dir, serve
+    from datapipe.browse.app import create_app, default_index_dir, listen, serve
 
     output = args.output.rstrip("/")
     index_dir = args.index_dir or default_index_dir(output)
     fs.check_writable(index_dir, "browser index")
-    serve(create_app(output, index_dir, args.run), args.host, args.port)
+    sock = listen(args.host, args.port)  # first: a taken port is said before the index is built
+    serve(create_app(output, index_dir, args.run), sock)
     return 0
 
 

@@ -616,3 +616,39 @@ def test_a_hostile_document_renders_as_text():
     )
     assert "<script>alert" not in page and "&lt;script&gt;" in page and "<b>id</b>" not in page
     assert 'href="javascript' not in page and "javascript:alert(1)" in page
+
+
+def test_browse_on_a_taken_port_is_one_line_before_any_index(built_small, tmp_path):
+    """A port another program listens on: one line naming it and ``--port 0``, no traceback, no index built."""
+    import socket
+
+    out, _ = built_small
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    index = tmp_path / "index"
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "datapipe.cli",
+                "browse",
+                str(out),
+                "--port",
+                str(port),
+                "--index-dir",
+                str(index),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=REPO,
+        )
+    finally:
+        holder.close()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert f"127.0.0.1:{port}" in line and "--port 0" in line, line
+    assert not any(index.iterdir()) if index.exists() else True

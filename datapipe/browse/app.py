@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from datapipe.browse.index import build_index
 from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines
 from datapipe.browse.runs import find_runs, loss_curve
+from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.report.collect import StageRecord, manifest_url_of, mixture_chains
 from datapipe.store.manifest import open_component, read_manifest
@@ -219,19 +220,33 @@ def create_app(
     return app
 
 
-def serve(app: Any, host: str, port: int, say: Callable[[str], None] = print) -> None:
-    """Serve until Ctrl-C; ``port`` 0 picks a free one. The socket listens before the address is printed, so a
-    client that reads the line can connect at once."""
+def listen(host: str, port: int) -> Any:
+    """A socket listening on ``host:port`` (0: any free port), before any index is built: a port another program
+    holds is one line naming it, not a traceback after minutes of indexing."""
     import socket
-
-    import uvicorn
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise DatapipeError(
+            f"browse: cannot listen on {host}:{port} ({e.strerror or e}): another program may hold the port; "
+            "give another with --port N, or --port 0 for any free one"
+        ) from None
+    return sock
+
+
+def serve(app: Any, sock: Any, say: Callable[[str], None] = print) -> None:
+    """Serve on a socket from :func:`listen` until Ctrl-C. The socket listens before the address is printed, so a
+    client that reads the line can connect at once."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    say(f"browse: http://{shown}:{sock.getsockname()[1]}/  (Ctrl-C to stop)")
+    say(f"browse: http://{shown}:{port}/  (Ctrl-C to stop)")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     server.run(sockets=[sock])
 
