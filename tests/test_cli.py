@@ -78,3 +78,20 @@ def test_inspect_decodes_with_the_copy_beside_the_manifest(tmp_path):
     (out / "tokenizer.json").unlink()
     shown = _datapipe("inspect", str(cache), "--rows", "1")
     assert shown.returncode == 0 and "(tokenizer not loadable here; rows shown as ids)" in shown.stdout
+
+
+def test_train_on_a_missing_manifest_is_one_line_and_leaves_no_run_folder(tmp_path):
+    run = tmp_path / "runs" / "tiny"
+    proc = _datapipe(
+        "train", "--mixture", str(tmp_path / "nowhere" / "mixture.json"), "--model", "tiny", "--steps", "1",
+        "--run-dir", str(run),
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == f"error: {tmp_path / 'nowhere' / 'mixture.json'}: no mixture manifest there"
+    assert not run.exists() and not (tmp_path / "runs").exists()
+
+
+def test_lineage_of_a_missing_folder_says_so(tmp_path):
+    proc = _datapipe("lineage", str(tmp_path / "nowhere"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {tmp_path / 'nowhere'}: no such build folder (give a build's output folder or a run folder)"  # fmt: skip

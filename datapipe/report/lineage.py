@@ -106,6 +106,8 @@ def lineage(path: str) -> list[str]:
     else:
         output = path[: -len("/mixture.json")] if path.endswith("mixture.json") else path
     exp_url = fs.join(output, EXPERIMENT)
+    if not fs.exists(output):
+        raise DatapipeError(f"{output}: no such build folder (give a build's output folder or a run folder)")
     if not fs.exists(exp_url):
         raise DatapipeError(
             f"{output}: no {EXPERIMENT} (built by a datapipe older than the provenance record?)"

@@ -173,6 +173,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_train_config(args.config, over)
     if jax.process_index() == 0:
         print(f"run folder: {cfg.run_dir}", flush=True)
+        if cfg.mixture:  # a mistyped manifest is one line, and leaves no empty run folder behind
+            from datapipe.store.manifest import read_manifest
+
+            read_manifest(cfg.mixture)
         fs.check_writable(cfg.run_dir, "run folder")
         if args.fresh:
             for old in ("checkpoints", "metrics.jsonl", "run.json"):
