@@ -307,3 +307,19 @@ def test_unwritable_report_path_is_one_line_before_rendering(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {blocker}: cannot write the report there ({blocker} is a file)"
+
+
+def test_an_input_the_file_system_cannot_list_is_one_line(tmp_path):
+    """hf:// without network (here: no name resolves; elsewhere the hub answers that the repository is not
+    there): one line naming the field and the pattern, not the HTTP client's 96-line traceback."""
+    mix = write_mixture(
+        tmp_path,
+        "name: h\ndata_root: hf://datasets/datapipe-tests/no-such-dataset\ntokenizer: {path: builtin:gpt2}\n"
+        "sources:\n  s: {weight: 1, format: jsonl, paths: [data/*.jsonl]}\n",
+    )
+    proc = run_build("--mixture", str(mix), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {mix}: sources.s.paths[0]: cannot list 'hf://datasets/datapipe-tests/"), (
+        line
+    )

@@ -99,8 +99,12 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
             field = f"sources.{s.name}.paths[{i}]"
             try:
                 matched, others = fs.glob_split(pattern)
-            except (OSError, ValueError) as e:
-                raise ConfigError(mixture.file, field, f"cannot list {pattern!r}: {e}") from None
+            except Exception as e:  # any file system's error (a hub client without network raises
+                # its HTTP library's own) is one line naming the field, never a traceback
+                why = (str(e).strip().splitlines() or [""])[0][:300]
+                raise ConfigError(
+                    mixture.file, field, f"cannot list {pattern!r}: {type(e).__name__}: {why}".rstrip(": ")
+                ) from None
             broken = [(field, f"{path} matches but is {why}") for path, why in others if why != "a folder"]
             # the user meant them as inputs: a link or permission to fix, not a file to lose quietly
             if broken:
