@@ -49,6 +49,14 @@ def simplify(text: str) -> str:
     return text.strip()
 
 
+def permutations(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """datatrove's ``MinhashDedupSignature.parameters``: ``RandomState(seed)`` draws of a in [1, p) and b in [0, p)."""
+    gen = np.random.RandomState(seed)
+    a = gen.randint(1, MERSENNE, dtype=np.uint64, size=(1, n))
+    b = gen.randint(0, MERSENNE, dtype=np.uint64, size=(1, n))
+    return np.ascontiguousarray(a[0]), np.ascontiguousarray(b[0])
+
+
 @dataclass(frozen=True)
 class WordMinHash:
     """FineWeb-2's MinHash over one language's words: ``signature(text)`` -> uint64[buckets * rows] or None."""
@@ -61,11 +69,7 @@ class WordMinHash:
 
     @cached_property
     def parameters(self) -> tuple[np.ndarray, np.ndarray]:
-        gen = np.random.RandomState(self.seed)
-        n = self.buckets * self.rows
-        a = gen.randint(1, MERSENNE, dtype=np.uint64, size=(1, n))
-        b = gen.randint(0, MERSENNE, dtype=np.uint64, size=(1, n))
-        return np.ascontiguousarray(a[0]), np.ascontiguousarray(b[0])
+        return permutations(self.buckets * self.rows, self.seed)
 
     def shingles(self, text: str) -> np.ndarray:
         words = self.splitter.split(simplify(text))
@@ -109,9 +113,7 @@ class LanguageSigner:
     def __init__(self, config: MinHashConfig) -> None:
         self.config = config
         self._by_language: dict[str, WordMinHash | None] = {}
-        self._params = WordMinHash(
-            _NoWords(), config.bands, config.rows, config.ngram, config.seed
-        ).parameters
+        self._params = permutations(config.bands * config.rows, config.seed)
 
     def _signer(self, language: str) -> WordMinHash | None:
         if language not in self._by_language:
@@ -146,8 +148,3 @@ class LanguageSigner:
             xxhash.xxh3_64_intdigest(salt + signature[i * r : (i + 1) * r].tobytes(), seed=i)
             for i in range(self.config.bands)
         ]
-
-
-class _NoWords:
-    def split(self, text: str) -> list[str]:
-        return []

@@ -34,17 +34,20 @@ class FilterStage(DocumentStage):
     _chain: FilterChain | None = field(default=None, repr=False)
     # a language preset's rules and word splitter per language, or why the language cannot be judged
     _by_language: dict[str, tuple[FilterChain, Splitter] | Removal] = field(default_factory=dict, repr=False)
+    _finish: Finishing | None = field(default=None, repr=False)  # FineWeb-2's finishing touches, when asked
 
     def __getstate__(self) -> dict[str, Any]:  # rebuilt per worker: splitters hold tokenizer models
-        return {**self.__dict__, "_chain": None, "_by_language": {}}
+        return {**self.__dict__, "_chain": None, "_by_language": {}, "_finish": None}
 
     @property
     def per_language(self) -> bool:
         return self.config.preset in LANGUAGE_PRESETS
 
     def setup(self) -> None:
+        c = self.config
+        if self._finish is None and (c.ftfy or c.table_pipes):
+            self._finish = Finishing(c.ftfy, c.table_pipes)
         if self._chain is None and not self.per_language:
-            c = self.config
             self._chain = build_chain(
                 c.preset, dict(c.overrides), url_blocklist=c.url_blocklist, bad_words=c.bad_words
             )
@@ -93,6 +96,5 @@ class FilterStage(DocumentStage):
         if reason is not None:
             stats.remove(prefixed("filter", reason))
             return False
-        c = self.config
-        doc["text"] = Finishing(c.ftfy, c.table_pipes)(view.text) if c.ftfy or c.table_pipes else view.text
+        doc["text"] = self._finish(view.text) if self._finish is not None else view.text
         return True
