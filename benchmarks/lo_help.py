@@ -51,8 +51,11 @@ def packages() -> tuple[str, ...]:
     return tuple(f"libreoffice-help-{k}" for k in LANGUAGES)
 
 
-def documents(per_language: int, languages: dict[str, str] = LANGUAGES) -> dict[str, list[Doc]]:
-    """Up to ``per_language`` extracted pages per language whose lid.176 label agrees with their package."""
+def documents(
+    per_language: int, languages: dict[str, str] = LANGUAGES, skip: int = 0
+) -> dict[str, list[Doc]]:
+    """Up to ``per_language`` extracted pages per language whose lid.176 label agrees with their package, after
+    the first ``skip`` such pages (pages the development never looked at)."""
     from datapipe.extract.html import HtmlExtractor
     from datapipe.langid.identifier import LanguageIdentifier
     from datapipe.languages import lid176_language
@@ -62,12 +65,16 @@ def documents(per_language: int, languages: dict[str, str] = LANGUAGES) -> dict[
     out: dict[str, list[Doc]] = {}
     for pkg, language in languages.items():
         docs: list[Doc] = []
+        agreed = 0
         for path in package_pages((f"libreoffice-help-{pkg}",)):
             text = extract((path.read_bytes(), "utf-8"))
             if not text.strip():
                 continue
             pred = lid.predict(text)
             if lid176_language(pred.language) == language:
+                agreed += 1
+                if agreed <= skip:
+                    continue
                 rel = str(path).split("/help/", 1)[-1]
                 docs.append(Doc(f"lo-help:{rel}", language, round(pred.score, 4), text))
                 if len(docs) >= per_language:
