@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import random
 import re
 
@@ -12,7 +13,7 @@ from fastwarc.warc import ArchiveIterator
 
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
-from datapipe.io.warc import read_warc
+from datapipe.io.warc import _member_end, read_warc
 from tests.conftest import CORPORA
 
 WARC = CORPORA / "crawl" / "docs-00000.warc.gz"
@@ -131,3 +132,52 @@ def test_wet_conversion_records(tmp_path):
     docs, stats = _read(path)
     assert [d["text"] for d in docs] == ["Hello wet world.\nSecond line.", "Zweites Dokument."]
     assert docs[1]["metadata"]["url"] == "https://example.com/1"
+
+
+def _page_record(i: int, compressed: bool) -> bytes:
+    """One HTML response record, in a gzip member of its own when ``compressed`` (as Common Crawl writes them)."""
+    page = f"<html><body><p>Page {i} of the crawl.</p></body></html>".encode()
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page) + page
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://x/{i}\r\n"
+        f"WARC-Record-ID: <urn:uuid:{i}>\r\nContent-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {len(http)}\r\n\r\n"
+    ).encode()
+    raw = head + http + b"\r\n\r\n"
+    return gzip.compress(raw, mtime=0) if compressed else raw
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["gzip", "plain"])
+@pytest.mark.parametrize("after", [0, 1, 2], ids=["after-first", "after-second", "at-end"])
+@pytest.mark.parametrize(
+    "garbage",
+    [b"GARBAGE\x00\xff" * 50, b"\xff", b"junk line\r\n" * 3, b"\x1f\x8b\x08\x00" + bytes(6)],
+    ids=["binary", "byte", "lines", "member-cut-in-its-header"],
+)
+def test_garbage_between_records_keeps_the_complete_record_before_it(tmp_path, compressed, after, garbage):
+    """Bytes that belong to no record, between two records or after the last: every complete record is kept (the
+    one just before the garbage included, which once was removed as "longer than its Content-Length says"), the
+    garbage is counted once as an unreadable stretch, and reading goes on with the record after it."""
+    records = [_page_record(i, compressed) for i in range(3)]
+    data = b"".join(records[: after + 1]) + garbage + b"".join(records[after + 1 :])
+    path = tmp_path / f"g.warc{'.gz' if compressed else ''}"
+    path.write_bytes(data)
+    docs, stats = _read(path)
+    assert _urls(docs) == [f"https://x/{i}" for i in range(3)]
+    assert [d["html"] for d in docs] == [
+        f"<html><body><p>Page {i} of the crawl.</p></body></html>".encode() for i in range(3)
+    ]
+    assert not stats.unusable
+    assert dict(stats.not_records) == {"warc/corrupt_region": 1}
+
+
+@pytest.mark.parametrize("size", [0, 70_000, 3_000_000])
+def test_member_end_is_the_byte_after_the_member(size):
+    """The end of a gzip member is found however its pieces fall against the 64 KiB reads (incompressible or
+    highly compressed), with anything after it; none for a member cut short or no member at all."""
+    for body in (random.Random(size).randbytes(size), b"a" * size * 10):
+        member = gzip.compress(body, mtime=0)
+        for after in (b"", b"\xff", b"x" * 100_000, member):
+            assert _member_end(io.BytesIO(b"junk" + member + after), 4) == 4 + len(member)
+        assert _member_end(io.BytesIO(member[:-3]), 0) is None
+        assert _member_end(io.BytesIO(b"xx" + member), 0) is None

@@ -71,9 +71,13 @@ def check_start(url: str, head: bytes) -> None:
 
 
 def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
-    """Offset of the next plausible record start at or after ``pos``, or None at the end of the file."""
-    pattern = {"gzip": GZIP_MAGIC, "lz4": LZ4_MAGIC, "plain": b"\nWARC/1."}[kind]
-    shift = 1 if kind == "plain" else 0  # the record starts after the newline
+    """Offset of the next plausible record start at or after ``pos``, or None at the end of the file.
+
+    In a plain file a ``WARC/1.`` line is taken wherever it starts, not only after a newline: garbage between two
+    records need not end in one, and the record after it would be missed. A false start (those bytes inside a
+    block) costs nothing: the reader fails there and searches on from the byte after it. Reads ``SCAN_CHUNK``
+    at a time, never the whole file."""
+    pattern = {"gzip": GZIP_MAGIC, "lz4": LZ4_MAGIC, "plain": b"WARC/1."}[kind]
     f.seek(pos)
     carry = b""
     base = pos
@@ -84,9 +88,30 @@ def _next_start(f: IO[bytes], pos: int, kind: str) -> int | None:
         buf = carry + chunk
         i = buf.find(pattern)
         if i >= 0:
-            return base - len(carry) + i + shift
+            return base - len(carry) + i
         carry = buf[-(len(pattern) - 1) :]
         base += len(chunk)
+
+
+def _member_end(f: IO[bytes], pos: int) -> int | None:
+    """Offset just past the gzip member at ``pos``, or None when no whole member starts there (a record inside a
+    member of several records, a member cut short or corrupt).
+
+    FastWARC ends a pass without an error when the bytes after the last member are too few to be one (a stray
+    byte, a member cut inside its header): this is what finds them, so that they are counted, not passed over.
+    The member is inflated a piece at a time and its output dropped: memory stays bounded however large it is."""
+    f.seek(pos)
+    d = zlib.decompressobj(wbits=31)
+    try:
+        while data := f.read(1 << 16):
+            while data:
+                d.decompress(data, 1 << 16)
+                if d.eof:  # what was fed last ends with the bytes after the member
+                    return f.tell() - len(d.unused_data)
+                data = d.unconsumed_tail
+    except zlib.error:
+        pass
+    return None
 
 
 def _inflated(f: IO[bytes], pos: int, kind: str) -> Iterator[bytes]:
@@ -347,14 +372,22 @@ def read_warc(
                     got += 1
                     if held is not None:
                         yield held
-                    held, held_length = handle(record), record.content_length
+                    # the WARC Content-Length, taken first: handle() parses the HTTP header, after which
+                    # content_length is the HTTP payload's, and a complete record would look longer than it says
+                    held_length = record.content_length
+                    held = handle(record)
             except OSError as e:  # corrupt compressed data or an unreadable header
                 failed = True
                 if got or start == 0:
                     log.warning("%s: read error after offset %d: %s", shard.url, last, e)
             if failed and (got or start == 0):
                 pending = True
-            start = _next_start(f, last + 1, kind)
+            # a pass that read records and ended without an error may still have stopped before the end of the
+            # file: bytes after the last gzip member that FastWARC passes over are an unreadable stretch too
+            tail = _member_end(f, last) if kind == "gzip" and got and not failed else None
+            if tail is not None and f.seek(0, 2) > tail:
+                pending = True
+            start = _next_start(f, last + 1 if tail is None else tail, kind)
             if (
                 held is not None
                 and (failed or start is not None)
