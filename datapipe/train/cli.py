@@ -8,6 +8,7 @@ import os
 import shutil
 
 from datapipe.io import fs
+from datapipe.train.lock import RunLock
 
 EXAMPLE = """\
 examples:
@@ -171,14 +172,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         model = over.get("model") or (args.init_from or "model").split(":", 1)[-1].rstrip("/").split("/")[-1]
         over["run_dir"] = default_run_dir(str(over.get("mixture", "")), str(model))
     cfg = load_train_config(args.config, over)
-    if jax.process_index() == 0:
+    lock: RunLock | None = None
+    main = jax.process_index() == 0
+    if main:
         print(f"run folder: {cfg.run_dir}", flush=True)
         if cfg.mixture:  # a mistyped manifest is one line, and leaves no empty run folder behind
             from datapipe.store.manifest import read_manifest
 
             read_manifest(cfg.mixture)
         fs.check_writable(cfg.run_dir, "run folder")
-        if args.fresh:
+        if fs.is_local(cfg.run_dir):  # one trainer per run folder (before --fresh deletes anything)
+            lock = RunLock(fs.local_path(cfg.run_dir))
+            lock.acquire()
+    try:
+        if main and args.fresh:
             for old in ("checkpoints", "metrics.jsonl", "run.json"):
                 path = os.path.join(cfg.run_dir, old)
                 if os.path.isdir(path):
@@ -187,9 +194,12 @@ def cmd_train(args: argparse.Namespace) -> int:
                     os.remove(path)
             if cfg.init_from:  # the shape came from the deleted run.json: take it from the source now
                 cfg = load_train_config(args.config, over)
-    result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
-    if args.coordinator or args.distributed:
-        jax.distributed.shutdown()
+        result = Trainer(cfg, peak_tflops=args.peak_tflops).train(until=args.until)
+        if args.coordinator or args.distributed:
+            jax.distributed.shutdown()
+    finally:
+        if lock is not None:
+            lock.release()
     if result.status == "interrupted":
         return 130  # a checkpoint was written: the same command resumes
     return 0 if result.status in ("finished", "stopped", "preempted") else 1
