@@ -50,8 +50,9 @@ def _build(mixture: Path, out: Path) -> Path:
 
 
 def _removals(stage: Path, shard: int) -> list:
-    url = stage / "removals" / f"part-{shard:05d}.json"
-    return json.loads(url.read_text()) if url.exists() else []
+    from datapipe.dedup.store import read_removals
+
+    return read_removals(str(stage), shard)
 
 
 def check(work: Path) -> dict:
@@ -75,9 +76,11 @@ def check(work: Path) -> dict:
     for k in range(len(b_names)):
         together, alone = _removals(both, half + k), _removals(later, k)
         removed_both, removed_later = removed_both + len(together), removed_later + len(alone)
-        equal &= [(d, r) for d, r, _ in together] == [(d, r) for d, r, _ in alone]
-        equal &= [s[0] < half for _, _, s in together] == [s[0] < 0 for _, _, s in alone]
-    in_a = sum(s[0] < 0 for k in range(len(b_names)) for _, _, s in _removals(later, k))
+        equal &= [(r.doc, r.id, r.reason, r.kept_id) for r in together] == [
+            (r.doc, r.id, r.reason, r.kept_id) for r in alone
+        ]
+        equal &= [r.kept[0] < half for r in together] == [r.kept[0] < 0 for r in alone]
+    in_a = sum(r.kept[0] < 0 for k in range(len(b_names)) for r in _removals(later, k))
     line = (
         f"B ({len(b_names)} shards) against A's index ({first.name}): removed {removed_later:,} documents"
         f" ({in_a:,} of them copies of A's); one build of A+B removed {removed_both:,} from B: "

@@ -47,9 +47,13 @@ def test_line_occurrences_keep_the_first():
     assert list(line_removals(occurrences)) == [(1, (3, 0)), (0, (7, 2))]
 
 
-def test_several_methods_are_named_by_the_first_reason():
-    items = [(4, "dedup/minhash", (0, 1)), (4, "dedup/exact", (0, 2)), (5, "dedup/minhash", (0, 1))]
-    assert sorted(merge_decisions(items)) == [(4, "dedup/exact", (0, 2)), (5, "dedup/minhash", (0, 1))]
+def test_several_methods_are_named_by_the_first_reason_whose_kept_copy_survives():
+    items = [(4, "dedup/minhash", (0, 1)), (4, "dedup/exact", (0, 1)), (5, "dedup/minhash", (0, 1))]
+    assert sorted(merge_decisions(items)) == [(4, "dedup/exact", (0, 1)), (5, "dedup/minhash", (0, 1))]
+    # the exact copy (0, 2) is in the same MinHash component, whose root (0, 1) removed it: (0, 2) is not kept,
+    # so the document names the root (issue 39 item 9)
+    items = [(4, "dedup/minhash", (0, 1)), (4, "dedup/exact", (0, 2)), (6, "dedup/exact", [0, 2])]
+    assert sorted(merge_decisions(items)) == [(4, "dedup/minhash", (0, 1)), (6, "dedup/exact", (0, 2))]
     assert first_reason([("dedup/minhash", (0, 0)), ("other", (0, 0))]) == ("dedup/minhash", (0, 0))
 
 

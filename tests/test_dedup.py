@@ -23,7 +23,7 @@ from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star
 from datapipe.dedup.minhash import MinHasher, Shingler, estimate, s_curve
 from datapipe.dedup.normalize import normalize
-from datapipe.dedup.store import read_edges
+from datapipe.dedup.store import read_edges, read_removals
 from datapipe.io.jsonl import read_records
 from tests.conftest import CORPORA, run_build, write_mixture
 
@@ -340,17 +340,23 @@ def test_bucket_pairs_join_copies_without_quadratic_pairs(contents, cap):
 
 
 def test_dedup_against_an_earlier_build_removes_what_one_build_of_both_removes(tmp_path):
-    """A (one handbook file) is built; then B (the other file, plus copies of pages of both) is deduplicated
-    against A's stored index. B loses exactly the documents, for exactly the reasons, that one build of A then B
-    removes from B; its survivors in A are named by negative shard numbers, and A's text is not read again."""
+    """A (one handbook file, and near copies of some of its pages, which A removes) is built; then B (the other
+    file, plus copies of pages of both, and exact copies of the near copies that A removed) is deduplicated against
+    A's stored index. B loses exactly the documents, for exactly the reasons, that one build of A then B removes
+    from B; its survivors in A are named by negative shard numbers, and A's text is not read again. Every removal
+    names documents by the input's ids, and its kept copy is always a document that its build kept (issue 39
+    items 9 and 10: a copy of a page that A removed names the page A kept, not the removed one)."""
     data = tmp_path / "data"
     data.mkdir()
     a_file, b_file = HANDBOOK
     for p in HANDBOOK:
         (data / p.name).write_bytes(p.read_bytes())
     a_docs, b_docs = list(read_records(str(a_file))), list(read_records(str(b_file)))
+    near = [{"id": f"near-{i}", "text": d["text"] + " (mirror)"} for i, d in enumerate(a_docs[20:23])]
+    (data / "a-near.jsonl").write_text("".join(json.dumps(r) + "\n" for r in near))
     copies = [{"text": d["text"].upper()} for d in a_docs[:6] + b_docs[:4]]  # exact once normalized
     copies += [{"text": d["text"] + " (mirror)"} for d in a_docs[10:14]]  # near copies
+    copies += [{"text": d["text"].upper()} for d in near]  # exact copies of documents A removed
     (data / "copies.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copies))
 
     def build(name: str, paths: list[str], against: str = "") -> Path:
@@ -368,25 +374,38 @@ def test_dedup_against_an_earlier_build_removes_what_one_build_of_both_removes(t
         (stage,) = (out / "s").glob("dedup-*")
         return stage
 
-    both = build("both", [a_file.name, b_file.name, "copies.jsonl"])
-    first = build("first", [a_file.name])
+    a_paths, b_paths = [a_file.name, "a-near.jsonl"], [b_file.name, "copies.jsonl"]
+    both = build("both", a_paths + b_paths)
+    first = build("first", a_paths)
     (data / a_file.name).unlink()  # the later build must not read A's text
-    later = build("later", [b_file.name, "copies.jsonl"], against=str(tmp_path / "first"))
+    later = build("later", b_paths, against=str(tmp_path / "first"))
 
     def removals(stage: Path, shard: int) -> list:
-        url = stage / "removals" / f"part-{shard:05d}.json"
-        return json.loads(url.read_text()) if url.exists() else []
+        return read_removals(str(stage), shard)
 
+    def kept_ids(stage: Path) -> set[str]:
+        return {d["id"] for p in stage.glob("part-*.jsonl.zst") for d in read_records(str(p))}
+
+    assert {r.id for r in removals(first, 1)} == {r["id"] for r in near}  # A removed its near copies
+    survivors_a, survivors_both = kept_ids(first), kept_ids(both)
+    in_a = []
     for shard in (0, 1):
-        together, alone = removals(both, shard + 1), removals(later, shard)
-        assert [(d, r) for d, r, _ in together] == [(d, r) for d, r, _ in alone]
-        # a survivor in A: shard 0 of the one build, shard -1 (the one earlier shard) of the later build
-        assert [k[0] == 0 for _, _, k in together] == [k[0] == -1 for _, _, k in alone]
+        together, alone = removals(both, shard + 2), removals(later, shard)
+        assert [(r.doc, r.id, r.reason) for r in together] == [(r.doc, r.id, r.reason) for r in alone]
+        # a survivor in A: shards 0-1 of the one build, shard -2 or -1 (A's two shards) of the later build
+        assert [r.kept[0] < 2 for r in together] == [r.kept[0] < 0 for r in alone]
+        assert [r.kept_id for r in together] == [r.kept_id for r in alone]
+        assert all(r.kept_id in survivors_both for r in together)
+        assert all(r.kept_id in (survivors_a if r.kept[0] < 0 else kept_ids(later)) for r in alone)
+        in_a += [r for r in alone if r.kept[0] < 0]
+    copies_of_near = [r for r in in_a if r.id in {f"copies.jsonl:{14 + i}" for i in range(len(near))}]
+    assert len(copies_of_near) == len(near)  # removed, each naming a page A kept, not A's removed near copy
+    assert not {r.kept_id for r in in_a} & {r["id"] for r in near}
     assert removals(later, 1) and any(
-        r == "dedup/minhash" for _, r, _ in removals(later, 0) + removals(later, 1)
+        r.reason == "dedup/minhash" for r in removals(later, 0) + removals(later, 1)
     )
     report = json.loads((later / "stage.json").read_text())["dedup"]
-    assert report["against"] == [{"stage": str(first), "shards": 1}]
-    kept_both = [d["id"] for p in sorted(both.glob("part-0000[12].jsonl.zst")) for d in read_records(str(p))]
+    assert report["against"] == [{"stage": str(first), "shards": 2}]
+    kept_both = [d["id"] for p in sorted(both.glob("part-0000[23].jsonl.zst")) for d in read_records(str(p))]
     kept_later = [d["id"] for p in sorted(later.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     assert kept_both == kept_later

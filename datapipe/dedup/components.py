@@ -74,11 +74,27 @@ def first_reason(decisions: Iterable[tuple[str, Any]]) -> tuple[str, Any]:
 
 def merge_decisions(items: Iterable[tuple[int, str, Any]]) -> list[tuple[int, str, Any]]:
     """One shard's ``(doc, reason, survivor)`` decisions with one per document: a document removed by several
-    methods is named by the first in ``REASON_ORDER``."""
+    methods is named by the first in ``REASON_ORDER`` whose survivor is kept.
+
+    Exact copies share their shingles, so a document that both methods removed is in one MinHash component with
+    its exact group's lowest copy; when that copy is not the component's root, MinHash removed it too, and the
+    document's recorded kept copy must be the root, which survives (issue 39: a kept copy is always kept)."""
     by_doc: dict[int, list[tuple[str, Any]]] = {}
     for doc, reason, survivor in items:
-        by_doc.setdefault(doc, []).append((reason, survivor))
-    return [(doc, *first_reason(decisions)) for doc, decisions in by_doc.items()]
+        by_doc.setdefault(doc, []).append((reason, tuple(survivor)))
+    out = []
+    for doc, decisions in by_doc.items():
+        roots = {survivor for reason, survivor in decisions if reason == MINHASH}
+        kept = [d for d in decisions if d[0] == MINHASH or not roots or d[1] in roots]
+        out.append((doc, *first_reason(kept)))
+    return out
+
+
+def chained_reason(reason: str, earlier_reason: str) -> str:
+    """The reason a document is removed for when its kept copy was itself removed (by an earlier build) for
+    ``earlier_reason`` in favour of a third: an exact copy of an exact copy is exact; a chain with a near copy in
+    it is near (the same as one build of both finds, where all three are in one MinHash component)."""
+    return max(reason, earlier_reason, key=REASON_ORDER.index)
 
 
 def edge_weight(jaccard: float, threshold: float) -> float | None:

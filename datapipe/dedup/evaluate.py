@@ -46,8 +46,8 @@ def pair_metrics(
 
     root: dict[int, int] = {}
     for shard in range(len(shard_sizes)):
-        for idx, _reason, survivor in read_removals(stage_dir, shard):
-            root[flat((shard, idx))] = flat(survivor)
+        for removed in read_removals(stage_dir, shard):
+            root[flat((shard, removed.doc))] = flat(removed.kept)
     positives = [p for p, j in truth.items() if j >= recall_at]
     found = sum(root.get(a, a) == root.get(b, b) for a, b in positives)
     edges = [_ordered(flat(a), flat(b)) for a, b, _ in read_edges(stage_dir)]

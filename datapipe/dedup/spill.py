@@ -47,6 +47,7 @@ from datapipe.dedup.store import (
     index_url,
     write_components,
     write_edges,
+    write_line_removals,
     write_removals,
 )
 from datapipe.io import fs
@@ -351,10 +352,13 @@ def write(stage: Any, spill: Spill, r: int) -> None:
     found = gather(urls, REMOVAL, r)
     found = found[np.lexsort((found["kd"], found["ks"], found["reason"], found["doc"], found["shard"]))]
     shards = np.unique(found["shard"]).tolist()
+    decisions = {}
     for s in shards:
         mine = found[found["shard"] == s].tolist()
-        items = [(d, REASONS[reason], (ks, kd)) for _, d, reason, ks, kd in mine]
-        write_removals(stage.out_dir, s, components.merge_decisions(items))
+        decisions[s] = components.merge_decisions(
+            [(d, REASONS[reason], (ks, kd)) for _, d, reason, ks, kd in mine]
+        )
+    write_removals(stage.out_dir, decisions, spill.earlier)
     spill.figures(f"write-{r:05d}", {"held.removals": len(found), "counters.removal_files": len(shards)})
 
 
@@ -444,9 +448,11 @@ def write_lines(stage: Any, spill: Spill, r: int) -> None:
     """The line removal lists of the shards ``s`` with ``s % parts == r``, sorted."""
     found = np.unique(gather(spill.urls("line-removals", range(spill.parts)), LINE_REMOVAL, r))
     shards = np.unique(found["shard"]).tolist()
+    by_shard = {}
     for s in shards:
         mine = found[found["shard"] == s]
-        write_removals(stage.out_dir, s, list(zip(mine["doc"].tolist(), mine["line"].tolist(), strict=True)))
+        by_shard[s] = list(zip(mine["doc"].tolist(), mine["line"].tolist(), strict=True))
+    write_line_removals(stage.out_dir, by_shard)
     spill.figures(f"write-{r:05d}", {"held.removals": len(found), "counters.removal_files": len(shards)})
 
 

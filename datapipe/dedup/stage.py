@@ -20,11 +20,14 @@ from datapipe.dedup.components import MINHASH
 from datapipe.dedup.minhash import MinHasher, Shingler, jaccard
 from datapipe.dedup.normalize import normalize
 from datapipe.dedup.store import (
+    DocRemoval,
     ShingleStore,
     earlier_shards,
+    names,
+    read_line_removals,
     read_removals,
-    read_shingle_ids,
     removal_shards,
+    write_ids,
     write_index,
     write_shingles,
 )
@@ -113,7 +116,8 @@ class DedupStage(TwoPhaseStage):
                         else self._hasher.band_keys(sig)
                     )
                     bands.extend(((b, key), member) for b, key in enumerate(keys))
-            write_shingles(self.out_dir, shard.index, sets, ids)
+            write_shingles(self.out_dir, shard.index, sets)
+        write_ids(self.out_dir, shard.index, ids)
         return exact, bands, n
 
     def sign_records(self, shard: Shard) -> tuple[np.ndarray, np.ndarray, int]:
@@ -142,15 +146,13 @@ class DedupStage(TwoPhaseStage):
         return exact, bands, n
 
     def begin_shard(self, shard: Shard) -> None:
-        # position -> (reason, the kept copy's reference)
-        self._removals = {r[0]: (r[1], tuple(r[2])) for r in read_removals(self.out_dir, shard.index)}
+        self._removals = {r.doc: r for r in read_removals(self.out_dir, shard.index)}
         self._shard = shard.index
-        self._kept_ids: dict[int, list[str] | None] = {}
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         decision = self._removals.get(index)
         if decision is not None:
-            stats.remove(self._evidence(index, *decision))
+            stats.remove(self._evidence(decision))
             return False
         if self.per_language:  # FineWeb-2's save_cluster_size: what rehydration repeats by
             size = self.cluster_sizes().get((self._shard, index), 1)
@@ -164,38 +166,30 @@ class DedupStage(TwoPhaseStage):
         if self._cluster_sizes is None:
             sizes: Counter[tuple[int, int]] = Counter()
             for index in removal_shards(self.out_dir):
-                for _, _, survivor in read_removals(self.out_dir, index):
-                    sizes[tuple(survivor)] += 1
+                for removed in read_removals(self.out_dir, index):
+                    sizes[removed.kept] += 1
             self._cluster_sizes = {ref: n + 1 for ref, n in sizes.items()}
         return self._cluster_sizes
 
-    def _evidence(self, index: int, reason: str, kept: tuple[int, int]) -> Removal:
-        """The kept copy a removal names (its id; its reference when the ids were not stored) and, for MinHash,
-        the exact Jaccard of the two shingle sets: a component joins documents through others, so a removed
-        document may be further from its kept copy than the threshold (``jaccard_with_kept_copy``)."""
-        name = self._kept_name(kept)
-        if reason != MINHASH or self._shingler is None:
-            return Removal(reason, "kept_copy", name, note="same text after normalization", related=name)
+    def _evidence(self, removed: DocRemoval) -> Removal:
+        """The kept copy a removal names (by its id) and, for MinHash, the exact Jaccard of the two shingle sets: a
+        component joins documents through others, so a removed document may be further from its kept copy than the
+        threshold (``jaccard_with_kept_copy``)."""
+        name = removed.kept_id
+        if removed.reason != MINHASH or self._shingler is None:
+            return Removal(
+                removed.reason, "kept_copy", name, note="same text after normalization", related=name
+            )
         if self._store is None:
             self._store = ShingleStore(self.out_dir, earlier=earlier_shards(self.config.against))
-        similar = jaccard(self._store.get((self._shard, index)), self._store.get(kept))
+        similar = jaccard(self._store.get((self._shard, removed.doc)), self._store.get(removed.kept))
         return Removal(
-            reason, "jaccard_with_kept_copy", round(similar, 4), note=f"kept copy {name}", related=name
+            removed.reason,
+            "jaccard_with_kept_copy",
+            round(similar, 4),
+            note=f"kept copy {name}",
+            related=name,
         )
-
-    def _kept_name(self, ref: tuple[int, int]) -> str:
-        shard, doc = ref
-        if shard not in self._kept_ids:
-            try:
-                if shard < 0:  # a document of an earlier build (dedup.against)
-                    stage_dir, index = earlier_shards(self.config.against)[shard]
-                    self._kept_ids[shard] = read_shingle_ids(stage_dir, index)
-                else:
-                    self._kept_ids[shard] = read_shingle_ids(self.out_dir, shard)
-            except FileNotFoundError:  # exact dedup alone stores no shingles, nor their ids
-                self._kept_ids[shard] = None
-        ids = self._kept_ids[shard]
-        return ids[doc] if ids is not None and doc < len(ids) else f"shard {shard} document {doc}"
 
     def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
         try:
@@ -214,27 +208,9 @@ class DedupStage(TwoPhaseStage):
         return {**super().finalize(shards, stats), "dedup": report}
 
     def _ids(self, refs: set[tuple[int, int]], shards: list[Shard]) -> dict[tuple[int, int], str]:
-        """Document ids by reference: from the ids stored with the shingles, or (files written before they were)
-        from the input shard itself."""
-        by_index = {s.index: s for s in shards}
-        wanted: dict[int, set[int]] = {}
-        for shard, doc in refs:
-            wanted.setdefault(shard, set()).add(doc)
-        found: dict[tuple[int, int], str] = {}
-        earlier = earlier_shards(self.config.against) if any(s < 0 for s in wanted) else ()
-        for shard, docs in wanted.items():
-            if shard < 0:  # a document of an earlier build (dedup.against)
-                stage_dir, index = earlier[len(earlier) + shard]
-                named = read_shingle_ids(stage_dir, index) or []
-                found.update(
-                    ((shard, i), named[i] if i < len(named) else f"{stage_dir}#{index}:{i}") for i in docs
-                )
-                continue
-            ids = read_shingle_ids(self.out_dir, shard)
-            if ids is None:
-                ids = [doc["id"] for doc in read_records(self.upstream(by_index[shard]))]
-            found.update(((shard, i), ids[i]) for i in docs)
-        return found
+        """Document ids by reference, from the ids stored when the shards were signed."""
+        earlier = earlier_shards(self.config.against) if any(s < 0 for s, _ in refs) else ()
+        return names(refs, self.out_dir, earlier)
 
 
 @dataclass
@@ -249,19 +225,18 @@ class ParagraphStage(TwoPhaseStage):
         """``(hash of the normalized line, (shard, doc, line))`` for every line with text after normalizing; and
         the shard's document count."""
         out = []
-        n = 0
+        ids: list[str] = []
         for i, doc in enumerate(read_records(self.upstream(shard))):
-            n += 1
+            ids.append(doc["id"])
             for j, line in enumerate(doc["text"].split("\n")):
                 norm = normalize(line)
                 if norm:
                     out.append((xxhash.xxh3_128_intdigest(norm.encode("utf-8")), (shard.index, i, j)))
-        return out, n
+        write_ids(self.out_dir, shard.index, ids)
+        return out, len(ids)
 
     def begin_shard(self, shard: Shard) -> None:
-        self._drop: dict[int, set[int]] = {}  # document position -> line positions to drop
-        for doc_index, line_index in read_removals(self.out_dir, shard.index):
-            self._drop.setdefault(doc_index, set()).add(line_index)
+        self._drop = read_line_removals(self.out_dir, shard.index)  # document position -> lines to drop
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         drop = self._drop.get(index)

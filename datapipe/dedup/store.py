@@ -1,17 +1,22 @@
 """Per-shard files the dedup stages write and read: shingle sets (for verification) and removal lists.
 
-Shingles: ``shingles/part-NNNNN.npz`` with ``hashes`` (all documents' sorted shingle hashes, concatenated),
-``offsets`` (document i's are ``hashes[offsets[i]:offsets[i+1]]``) and ``ids`` (document i's id, so the report
-can name documents without reading the shard again). The verification step reads them back by
+Ids: ``ids/part-NNNNN.json``, the ids of one input shard's documents in order, written when the shard is signed, so
+that every file a user reads names a document by its input's id (as the part files and ``export-clusters`` do), not
+by its position, without reading the shard's text again. (Folders written before kept them in the shingle files.)
+
+Shingles: ``shingles/part-NNNNN.npz`` with ``hashes`` (all documents' sorted shingle hashes, concatenated) and
+``offsets`` (document i's are ``hashes[offsets[i]:offsets[i+1]]``). The verification step reads them back by
 document reference, keeping a few shards in memory, so pairs are verified without moving any text.
 
 Edges (kept on request, for inspection): ``edges/part-SSSSS-BBBBB.json``, the verified edges ``[a, b, jaccard]``
 whose smaller end is in block BBBBB of shard SSSSS (``datapipe.dedup.components.edge_block``). Components:
 ``components.json``, the size histogram and the largest components.
 
-Removals: ``removals/part-NNNNN.json``: the sorted decisions for one input shard, written once by the global phase
-and read by that shard's filter pass: ``[doc, reason, [survivor shard, survivor doc]]`` for documents,
-``[doc, line]`` for paragraphs.
+Removals: ``removals/part-NNNNN.json``: the decisions about one input shard, sorted by position, written once by the
+global phase and read by that shard's filter pass: ``{"doc", "id", "reason", "kept", "kept_id"}`` for documents
+(``kept``: the kept copy's ``[shard, position]``, a negative shard for an earlier build's, ``dedup.against``),
+``{"doc", "id", "lines"}`` for paragraphs. The kept copy is always a document that survived: a copy that an earlier
+build had itself removed is replaced by the one it was removed in favour of (:func:`survivors`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ import json
 import struct
 import zipfile
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from datapipe.dedup.components import chained_reason
 from datapipe.errors import InputError
 from datapipe.io import fs
 
@@ -33,19 +39,52 @@ def shingles_url(stage_dir: str, shard_index: int) -> str:
     return fs.join(stage_dir, "shingles", f"part-{shard_index:05d}.npz")
 
 
-def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray], ids: list[str]) -> None:
+def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray]) -> None:
     offsets = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in sets], out=offsets[1:])
     hashes = np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)
     buf = io.BytesIO()
-    np.savez(buf, hashes=hashes.astype(np.uint64), offsets=offsets, ids=np.array(ids, dtype=np.str_))
+    np.savez(buf, hashes=hashes.astype(np.uint64), offsets=offsets)
     fs.write_bytes_atomic(shingles_url(stage_dir, shard_index), buf.getvalue())
 
 
-def read_shingle_ids(stage_dir: str, shard_index: int) -> list[str] | None:
-    """The document ids stored beside a shard's shingles (None for a file written before they were)."""
-    with np.load(io.BytesIO(fs.read_bytes(shingles_url(stage_dir, shard_index)))) as z:
-        return z["ids"].tolist() if "ids" in z.files else None
+def ids_url(stage_dir: str, shard_index: int) -> str:
+    return fs.join(stage_dir, "ids", f"part-{shard_index:05d}.json")
+
+
+def write_ids(stage_dir: str, shard_index: int, ids: list[str]) -> None:
+    fs.write_text_atomic(ids_url(stage_dir, shard_index), json.dumps(ids) + "\n")
+
+
+def read_ids(stage_dir: str, shard_index: int) -> list[str] | None:
+    """One shard's document ids in order (None where none were stored: a stage that signed nothing)."""
+    url = ids_url(stage_dir, shard_index)
+    if fs.exists(url):
+        return list(json.loads(fs.read_text(url)))
+    try:  # a folder written before the ids had a file of their own kept them beside the shingles
+        with np.load(io.BytesIO(fs.read_bytes(shingles_url(stage_dir, shard_index)))) as z:
+            return z["ids"].tolist() if "ids" in z.files else None
+    except FileNotFoundError:
+        return None
+
+
+Ref = tuple[int, int]
+
+
+def names(refs: set[Ref], stage_dir: str, earlier: tuple[tuple[str, int], ...] = ()) -> dict[Ref, str]:
+    """Document ids by reference, reading one shard's ids at a time (a negative shard is an earlier build's,
+    ``earlier[len(earlier) + shard]``); a document whose shard stored no ids is named by its reference."""
+    wanted: dict[int, list[int]] = {}
+    for shard, doc in refs:
+        wanted.setdefault(shard, []).append(doc)
+    found: dict[Ref, str] = {}
+    for shard, docs in sorted(wanted.items()):
+        ids = read_ids(*earlier[len(earlier) + shard]) if shard < 0 else read_ids(stage_dir, shard)
+        for doc in docs:
+            found[(shard, doc)] = (
+                ids[doc] if ids is not None and doc < len(ids) else f"shard {shard} document {doc}"
+            )
+    return found
 
 
 class ShingleStore:
@@ -129,13 +168,113 @@ def removals_url(stage_dir: str, shard_index: int) -> str:
     return fs.join(stage_dir, "removals", f"part-{shard_index:05d}.json")
 
 
-def write_removals(stage_dir: str, shard_index: int, removals: list) -> None:
-    fs.write_text_atomic(removals_url(stage_dir, shard_index), json.dumps(sorted(removals)) + "\n")
+class DocRemoval(NamedTuple):
+    """A removed document: its position and id, the reason, and the kept copy's reference and id."""
+
+    doc: int
+    reason: str
+    kept: Ref
+    id: str
+    kept_id: str
 
 
-def read_removals(stage_dir: str, shard_index: int) -> list:
+def survivors(refs: set[Ref], earlier: tuple[tuple[str, int], ...]) -> dict[Ref, DocRemoval]:
+    """Where an earlier build (``dedup.against``) had itself removed a kept copy, that removal, its kept copy
+    renumbered as this build's: ``ref -> removal`` for those refs only. The later build compares with every earlier document (so a copy
+    of a removed one is still found, as one build of both would find it), but a document it removes must name one
+    that is in the data. A survivor outside the listed earlier builds keeps its id and the reference it had."""
+    position = {where: k - len(earlier) for k, where in enumerate(earlier)}
+    lists: dict[int, dict[int, DocRemoval]] = {}
+    out: dict[Ref, DocRemoval] = {}
+    for ref in sorted(r for r in refs if r[0] < 0):
+        shard, doc = ref
+        if shard not in lists:
+            stage_dir, index = earlier[len(earlier) + shard]
+            lists[shard] = {r.doc: r for r in read_removals(stage_dir, index)}
+        removed = lists[shard].get(doc)
+        if removed is None:
+            continue
+        stage_dir = earlier[len(earlier) + shard][0]
+        mapped = position.get((stage_dir, removed.kept[0])) if removed.kept[0] >= 0 else None
+        out[ref] = removed._replace(kept=(mapped, removed.kept[1]) if mapped is not None else ref)
+    return out
+
+
+def write_removals(
+    stage_dir: str,
+    decisions: dict[int, list[tuple[int, str, Ref]]],
+    earlier: tuple[tuple[str, int], ...] = (),
+) -> None:
+    """Each shard's ``(position, reason, kept copy)`` decisions (``shard -> decisions``), named by ids, each kept
+    copy a survivor. The ids of every shard named are read once for all the shards given: a task writes the lists
+    of many shards, whose kept copies lie in any shard."""
+    gone = survivors({(int(k[0]), int(k[1])) for items in decisions.values() for _, _, k in items}, earlier)
+    decided: dict[int, list[tuple[int, str, tuple[Ref, str | None]]]] = {}
+    for shard, items in decisions.items():
+        rows = decided[shard] = []
+        for d, r, k in items:
+            ref = (int(k[0]), int(k[1]))  # an engine may hand lists
+            if ref in gone:  # an earlier build removed this kept copy: name the one it kept
+                rows.append((d, chained_reason(r, gone[ref].reason), (gone[ref].kept, gone[ref].kept_id)))
+            else:
+                rows.append((d, r, (ref, None)))
+    refs = {ref for shard, rows in decided.items() for d, _, (k, _) in rows for ref in ((shard, d), k)}
+    named = names(refs, stage_dir, earlier)
+    for shard, rows in decided.items():
+        out = [
+            {"doc": d, "id": named[(shard, d)], "reason": r, "kept": list(k), "kept_id": i or named[k]}
+            for d, r, (k, i) in sorted(rows, key=lambda x: x[0])
+        ]
+        fs.write_text_atomic(removals_url(stage_dir, shard), json.dumps(out) + "\n")
+
+
+def write_line_removals(stage_dir: str, decisions: dict[int, list[tuple[int, int]]]) -> None:
+    """Each shard's ``(position, line)`` removals (``shard -> removals``): one row per document with its id and its
+    lines, sorted."""
+    lines: dict[int, dict[int, list[int]]] = {}
+    for shard, items in decisions.items():
+        by_doc = lines[shard] = {}
+        for doc, line in sorted(items):
+            by_doc.setdefault(doc, []).append(line)
+    named = names({(shard, d) for shard, by_doc in lines.items() for d in by_doc}, stage_dir)
+    for shard, by_doc in lines.items():
+        rows = [{"doc": d, "id": named[(shard, d)], "lines": ls} for d, ls in by_doc.items()]
+        fs.write_text_atomic(removals_url(stage_dir, shard), json.dumps(rows) + "\n")
+
+
+def read_removals(stage_dir: str, shard_index: int) -> list[DocRemoval]:
+    """One shard's document removals (a folder written before ids were stored: ids are the references)."""
     url = removals_url(stage_dir, shard_index)
-    return [tuple(r) for r in json.loads(fs.read_text(url))] if fs.exists(url) else []
+    if not fs.exists(url):
+        return []
+    out = []
+    for row in json.loads(fs.read_text(url)):
+        if isinstance(row, dict):
+            out.append(DocRemoval(row["doc"], row["reason"], tuple(row["kept"]), row["id"], row["kept_id"]))
+        else:
+            doc, reason, kept = row
+            out.append(
+                DocRemoval(
+                    doc,
+                    reason,
+                    tuple(kept),
+                    f"shard {shard_index} document {doc}",
+                    f"shard {kept[0]} document {kept[1]}",
+                )
+            )
+    return out
+
+
+def read_line_removals(stage_dir: str, shard_index: int) -> dict[int, set[int]]:
+    """One shard's removed lines by document position (older folders: ``[doc, line]`` pairs)."""
+    url = removals_url(stage_dir, shard_index)
+    out: dict[int, set[int]] = {}
+    for row in json.loads(fs.read_text(url)) if fs.exists(url) else []:
+        if isinstance(row, dict):
+            out.setdefault(row["doc"], set()).update(row["lines"])
+        else:
+            out.setdefault(row[0], set()).add(row[1])
+    return out
 
 
 def removal_shards(stage_dir: str) -> list[int]:

@@ -50,8 +50,8 @@ def export_lines(stage_dir: str) -> Iterator[str]:
 
 def export_edges(stage_dir: str) -> Iterator[str]:
     """One JSON line per verified edge ``{"a": id, "b": id, "jaccard": j}``, by the documents' own ids (the ids
-    stored beside each shard's shingles; a document of an earlier build, ``dedup.against``, by its reference)."""
-    from datapipe.dedup.store import read_edges, read_shingle_ids
+    stored when each shard was signed; an earlier build's, ``dedup.against``, from that build's)."""
+    from datapipe.dedup.store import earlier_shards, names, read_edges
 
     doc = read_stage_json(stage_dir)
     if doc.get("stage") != "dedup":
@@ -61,18 +61,11 @@ def export_edges(stage_dir: str) -> Iterator[str]:
             f"{stage_dir}: kept no edges (dedup: {{minhash: {{keep_edges: true}}}} keeps them)"
         )
     edges = sorted(read_edges(stage_dir))
-    ids: dict[int, list[str]] = {}
-
-    def name(ref: tuple[int, int]) -> str:
-        shard, doc = ref
-        if shard < 0:
-            return f"earlier build #{-shard}:{doc}"
-        if shard not in ids:
-            ids[shard] = read_shingle_ids(stage_dir, shard) or []
-        return ids[shard][doc] if doc < len(ids[shard]) else f"shard {shard} document {doc}"
-
+    against = tuple(doc.get("config", {}).get("against") or ())
+    refs = {ref for a, b, _ in edges for ref in (a, b)}
+    named = names(refs, stage_dir, earlier_shards(against) if any(s < 0 for s, _ in refs) else ())
     for a, b, j in edges:
-        yield json.dumps({"a": name(a), "b": name(b), "jaccard": round(float(j), 6)}, sort_keys=True)
+        yield json.dumps({"a": named[a], "b": named[b], "jaccard": round(float(j), 6)}, sort_keys=True)
 
 
 def cluster_of(stage_dir: str, doc_id: str) -> tuple[str, list[dict[str, Any]]]:

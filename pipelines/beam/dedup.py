@@ -55,7 +55,13 @@ from datapipe.dedup.graph import bucket_pairs, large_star, small_star
 from datapipe.dedup.minhash import jaccard
 from datapipe.dedup.spill import Spill
 from datapipe.dedup.stage import DedupStage, ParagraphStage
-from datapipe.dedup.store import ShingleStore, write_components, write_edges, write_removals
+from datapipe.dedup.store import (
+    ShingleStore,
+    write_components,
+    write_edges,
+    write_line_removals,
+    write_removals,
+)
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.io.shards import Shard
@@ -265,8 +271,11 @@ class WriteRemovals(beam.DoFn):
 
     def process(self, element):
         shard, items = element
-        items = merge_decisions(items) if self.merge_reasons else list(items)
-        write_removals(self.stage_dir, shard, items)
+        # documents, or lines (only the file shuffle reads earlier builds: no dedup.against here)
+        if self.merge_reasons:
+            write_removals(self.stage_dir, {shard: merge_decisions(items)})
+        else:
+            write_line_removals(self.stage_dir, {shard: list(items)})
         yield "sum", "files.removals", 1
 
 
