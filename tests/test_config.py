@@ -9,7 +9,7 @@ from datapipe.config.env import expand_string
 from datapipe.config.mixture import load_mixture
 from datapipe.errors import ConfigError
 from pipelines.mixtures import BUNDLED
-from tests.conftest import CORPORA, SMALL_MIXTURE, run_build, write_mixture
+from tests.conftest import CORPORA, REPO, SMALL_MIXTURE, run_build, write_mixture
 
 
 def test_bundled_mixture_loads_with_all_sources():
@@ -60,6 +60,26 @@ def test_unknown_key_names_the_field(tmp_path):
     err = _error_for(tmp_path, BASE.replace("    format: parquet", "    format: parquet\n    colour: blue"))
     assert err.field == "sources.code.colour"
     assert "unknown key 'colour'" in err.message and "allowed:" in err.message
+
+
+def test_an_option_the_extraction_method_lacks_names_both(tmp_path):
+    """``main_content`` is Resiliparse's; the default extractor ignored it without a word (issue 39 item 7)."""
+    text = BASE.replace("format: warc", "format: warc\n    extract: {main_content: false}")
+    err = _error_for(tmp_path, text)
+    assert err.field == "sources.web.extract.main_content"
+    assert "method 'datapipe' has no option 'main_content'" in err.message and "resiliparse" in err.message
+    ok = BASE.replace("format: warc", "format: warc\n    extract: {method: resiliparse, main_content: false}")
+    assert not load_mixture(str(write_mixture(tmp_path, ok, "ok.yaml"))).sources[0].extract.main_content
+    bad = BASE.replace("format: warc", "format: warc\n    extract: {method: resiliparse, markdown: true}")
+    assert _error_for(tmp_path, bad).field == "sources.web.extract.markdown"
+
+
+def test_every_classifier_recipe_gives_options_its_methods_have():
+    from datapipe.config.recipe import load_recipe
+
+    for path in sorted((REPO / "classifiers").glob("*.yaml")):
+        recipe = load_recipe(str(path))  # raises ConfigError on an option the method lacks
+        assert recipe.name
 
 
 def test_every_problem_is_listed_with_a_near_miss_named(tmp_path):

@@ -26,7 +26,7 @@ def test_hash_is_independent_of_data_location(tmp_path):
 def test_config_change_rehashes_that_stage_and_later_ones(tmp_path):
     base = _hashes(write_mixture(tmp_path, SMALL_MIXTURE.format(root=CORPORA), "a.yaml"))
     text = SMALL_MIXTURE.format(root=CORPORA).replace(
-        "format: warc", "format: warc\n    extract: {main_content: false}"
+        "format: warc", "format: warc\n    extract: {timeout_s: 9}"
     )
     changed = _hashes(write_mixture(tmp_path, text, "b.yaml"))
     assert changed[("web", "extract")] != base[("web", "extract")]

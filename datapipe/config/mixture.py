@@ -301,7 +301,7 @@ def load_mixture(
                 paths=tuple(fs.resolve(p, root) for p in s["paths"]),
                 text_field=s.get("text_field", DEFAULT_TEXT_FIELD[fmt]),
                 id_field=s.get("id_field", "id"),
-                extract=ExtractConfig(**ex),
+                extract=ExtractConfig.from_dict(ex, file, f"sources.{name}.extract"),
                 langid=_langid(s.get("langid"), yaml_dir),
                 filters=_filters(s.get("filters"), yaml_dir),
                 **_dedup(s.get("dedup")),

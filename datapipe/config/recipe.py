@@ -86,7 +86,7 @@ def load_recipe(name_or_path: str) -> Recipe:
 
     def sources(key: str) -> tuple[RecipeSource, ...]:
         out = []
-        for s in doc.get(key, []):
+        for i, s in enumerate(doc.get(key, [])):
             default_field = DEFAULT_TEXT_FIELD[s["format"]]
             out.append(
                 RecipeSource(
@@ -94,7 +94,7 @@ def load_recipe(name_or_path: str) -> Recipe:
                     paths=tuple(fs.resolve(p, root) for p in s["paths"]),
                     text_field=s.get("text_field", default_field),
                     sample=s.get("sample"),
-                    extract=ExtractConfig(**s.get("extract", {})),
+                    extract=ExtractConfig.from_dict(s.get("extract", {}), file, f"{key}[{i}].extract"),
                 )
             )
         return tuple(out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from datapipe.errors import ConfigError
 from datapipe.io import fs
 
 
@@ -35,6 +36,15 @@ class TokenizerConfig:
 MAX_RECORD_BYTES = 96 << 20
 
 
+# the extraction options only some methods have, and those methods
+METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "main_content": ("resiliparse",),
+    "preserve_formatting": ("resiliparse",),
+    "preset": ("trafilatura",),
+    "markdown": ("datapipe",),
+}
+
+
 @dataclass(frozen=True)
 class ExtractConfig:
     method: str = "datapipe"  # datapipe's main-content extractor; or "resiliparse" or "trafilatura"
@@ -48,6 +58,23 @@ class ExtractConfig:
     normalize_spaces: bool = True  # Unicode spaces -> ASCII in JSONL/Parquet text (always in extracted text)
     # a larger JSONL line, Parquet text value or WET record is removed as read/too_large
     max_record_bytes: int = MAX_RECORD_BYTES
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], file: str, where: str) -> ExtractConfig:
+        """The config of ``doc`` (the YAML's ``extract:`` at ``where``); an option the chosen method does not have
+        is an error naming both: it was ignored without a word (a recipe's ``main_content: false`` did nothing
+        once the default method changed, and its noisy negatives became main-content text)."""
+        method = doc.get("method", cls.method)
+        for key in doc:
+            methods = METHOD_OPTIONS.get(key)
+            if methods is not None and method not in methods:
+                raise ConfigError(
+                    file,
+                    f"{where}.{key}",
+                    f"method {method!r} has no option {key!r} (only {' and '.join(methods)} has); "
+                    f"set method: {methods[0]} or remove it",
+                )
+        return cls(**doc)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
