@@ -453,13 +453,21 @@ def test_an_unreadable_match_is_named(tmp_path):
         (folder / "b.jsonl").chmod(0)
         (folder / "a.jsonl").chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
         # the fork is made by a fresh single-threaded Python (this test process may hold JAX's threads), and
-        # only the forked child drops to nobody: python itself lies where nobody may not go (/root)
+        # only the forked child drops to nobody. The user nobody may not read python's own library (under /root),
+        # nor, in a clone inside a folder only its owner may enter, the virtual environment or the code: every import
+        # happens before the drop (a first glob_split makes fsspec's lazy ones), and one after it is refused
+        # (tests/test_private_clone.py runs this test from such a folder)
         code = (
             "import os, sys; from datapipe.io.fs import glob_split; import orjson\n"
+            "glob_split(sys.argv[1])\n"
+            "class Refuse:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        raise ImportError(f'{name} is imported after the drop to nobody: import it before')\n"
             "pid = os.fork()\n"
             "if pid == 0:\n"
             "    if os.geteuid() == 0:\n"
-            "        os.setgid(65534); os.setuid(65534)\n"
+            "        os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+            "    sys.meta_path.insert(0, Refuse())\n"
             "    sys.stdout.buffer.write(orjson.dumps(glob_split(sys.argv[1]))); sys.stdout.flush(); os._exit(0)\n"
             "sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
         )
