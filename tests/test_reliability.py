@@ -302,9 +302,18 @@ def test_ctrl_c_during_a_build_is_one_line_and_the_rerun_is_identical(kill_mix, 
         assert proc.returncode == 130, stderr[-3000:]
         assert "Traceback" not in stderr + stdout, stderr[-3000:]
         (line,) = stderr.strip().splitlines()
-        assert re.fullmatch(r"interrupted: \d+ of \d+ shards committed; rerun to resume", line), line
+        stopped = re.fullmatch(r"interrupted: (\d+) of (\d+) shards committed; rerun to resume", line)
+        assert stopped, line
+        t0 = time.monotonic()
         rerun = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
+        wall = time.monotonic() - t0
         assert rerun.returncode == 0, rerun.stderr[-2000:]
+        # the rerun says what it reuses, and its stages' times are this run's (issue 39 item 11)
+        resumed = re.search(r"^resuming: (\d+) of (\d+) shards already committed", rerun.stdout, re.M)
+        assert resumed, rerun.stdout[:2000]
+        assert int(resumed[1]) >= int(stopped[1]) and resumed[2] == stopped[2]
+        times = [float(x) for x in re.findall(r" ran in +([\d.]+)s", rerun.stdout)]
+        assert times and max(times) <= wall, (times, wall)
         assert tree_digest(out) == reference, f"interrupted after marker {target}"
         tally("interrupts")
         tally("tracebacks", 0)

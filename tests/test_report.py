@@ -266,6 +266,35 @@ def test_a_first_stage_shows_the_share_of_input_bytes_read_within_a_shard(tmp_pa
     assert "ETA 22s" in line and "(1 under way)" in line, line  # 10 s for 31.25%: 22 s more
 
 
+def test_a_resumed_stage_counts_this_runs_time_and_documents_only(tmp_path):
+    """Shards an earlier run committed are reused: their start (an hour ago) is not this stage's start, their
+    documents are not this run's rate, and the line says how many were reused (issue 39 item 11)."""
+    import time
+
+    from datapipe.build.progress import StageProgress
+    from datapipe.io.shards import Shard
+    from datapipe.stage import TIMING_SUFFIX
+
+    shards = []
+    for i in range(3):
+        (tmp_path / f"in-{i}").write_bytes(b"x" * 1000)
+        shards.append(Shard(i, str(tmp_path / f"in-{i}"), f"in-{i}"))
+    out = tmp_path / "extract"
+    out.mkdir()
+    now = time.time()
+    _commit(out, shards[0], 500, bytes_in=1000)  # the earlier run's, begun an hour ago
+    (out / f"{shards[0].part}{TIMING_SUFFIX}").write_text(json.dumps({"started": now - 3600, "seconds": 9}))
+    progress = StageProgress("web extract", str(out), shards)
+    assert progress.reused == {shards[0].part} and progress.own_seconds() is None
+    _commit(out, shards[1], 100, bytes_in=1000)  # this run's, begun 10 s ago
+    (out / f"{shards[1].part}{TIMING_SUFFIX}").write_text(json.dumps({"started": now - 10, "seconds": 10}))
+    snap = progress.poll()
+    assert (snap.committed, snap.docs, snap.started) == (2, 100, now - 10)
+    assert 10 <= progress.own_seconds(now=now + 0.5) <= 11
+    line = progress.line(snap, now=now)
+    assert "100 docs  10 docs/s" in line and "ETA 10s" in line and "(1 reused)" in line, line
+
+
 def test_a_later_stage_shows_the_share_of_documents_its_upstream_kept(tmp_path):
     """A later stage knows its exact total once the stage before it committed the same shards: the documents it
     kept for them."""

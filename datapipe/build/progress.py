@@ -70,6 +70,10 @@ class StageProgress:
         self._expected: dict[str, int] = {}  # part -> documents the upstream stage kept for it
         self._sizes: dict[str, int] | None = None  # part -> input file size (first stage)
         self._started: float | None = None
+        # shards an earlier run committed: reused, so neither their start nor their documents are this run's time
+        # and rate (a resumed build of 20.6 s reported stages of 40.9 s, from the first run's first shard on)
+        names = self._listing()
+        self.reused = {s.part for s in shards if f"{s.part}{STATS_SUFFIX}" in names}
 
     def _listing(self) -> set[str]:
         return {u.rstrip("/").split("/")[-1] for u in fs.glob(fs.join(self.out_dir, "part-*.json"))}
@@ -108,7 +112,7 @@ class StageProgress:
                 if doc is not None and "stats" in doc:
                     stats = doc["stats"]
                     self._committed[part] = (int(stats["docs_in"]), int(stats.get("bytes_in", 0)))
-                    if f"{part}{TIMING_SUFFIX}" in names:
+                    if part not in self.reused and f"{part}{TIMING_SUFFIX}" in names:
                         timing = _read_json(fs.join(self.out_dir, f"{part}{TIMING_SUFFIX}")) or {}
                         self._began(timing.get("started"))
                     continue
@@ -117,7 +121,7 @@ class StageProgress:
                 if beat is not None:
                     under_way[part] = beat
                     self._began(beat.get("started"))
-        docs = sum(d for d, _ in self._committed.values()) + sum(
+        docs = sum(d for p, (d, _) in self._committed.items() if p not in self.reused) + sum(
             int(b.get("docs", 0)) for b in under_way.values()
         )
         return Snapshot(
@@ -154,19 +158,36 @@ class StageProgress:
         done += sum(min(int(b.get("docs", 0)), self._expected[p]) for p, b in under_way.items())
         return min(1.0, done / want)
 
+    def _reused_share(self) -> float:
+        """The share of the stage's work an earlier run committed (measured as :meth:`_share` measures)."""
+        if not self.reused or not self.shards:
+            return 0.0
+        if self.upstream is None:
+            sizes = sum(self._size(s.part) for s in self.shards)
+            if sizes > 0:
+                return sum(self._size(p) for p in self.reused) / sizes
+        else:
+            expected = [self._expected_docs(s.part) for s in self.shards]
+            want = sum(e for e in expected if e is not None)
+            if want > 0 and all(e is not None for e in expected):
+                return sum(self._expected[p] for p in self.reused) / want
+        return len(self.reused) / len(self.shards)
+
     def line(self, snap: Snapshot | None = None, now: float | None = None) -> str:
         snap = snap or self.poll()
         now = time.time() if now is None else now
         elapsed = now - snap.started if snap.started is not None else None
         rate = f"{snap.docs / elapsed:,.0f} docs/s" if elapsed and elapsed > 0 else "- docs/s"
-        if snap.share is not None and elapsed and 0 < snap.share < 1:
-            eta = f"ETA {_duration(elapsed * (1 - snap.share) / snap.share)}"
+        ours = snap.share - self._reused_share() if snap.share is not None else None  # this run's part
+        if snap.share is not None and ours is not None and elapsed and ours > 0 and snap.share < 1:
+            eta = f"ETA {_duration(elapsed * (1 - snap.share) / ours)}"
         else:
             eta = "ETA ?" if snap.committed < snap.shards else "done"
         share = f"{100 * snap.share:5.1f}%" if snap.share is not None else "    ?"
         return (
             f"{self.label} {snap.committed}/{snap.shards} shards  {snap.docs:,} docs  {rate}  {share}  {eta}"
             + (f"  ({snap.running} under way)" if snap.running else "")
+            + (f"  ({len(self.reused)} reused)" if self.reused else "")
         )
 
     def own_seconds(self, now: float | None = None) -> float | None:

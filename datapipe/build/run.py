@@ -233,6 +233,13 @@ def build(
                 print(
                     f"{label(sp, st)} skipped (cached)   in {counts['docs_in']:>6}  kept {counts['docs_kept']:>6}"
                 )
+    done, total = committed_shards(plans)
+    if 0 < done < total:  # a resumed build: say what it reuses (stage times below count this run only)
+        stages = sum(st.done for sp in plans for st in sp.stages)
+        print(
+            f"resuming: {done} of {total} shards already committed "
+            f"({stages} of {sum(len(sp.stages) for sp in plans)} stages whole); they are reused"
+        )
     engine.run(mixture, plans, report_stage)
     if interrupted is not None and interrupted.is_set():
         raise KeyboardInterrupt
