@@ -5,7 +5,9 @@ source, stage, outcome, reason, language, quality score, measured value, length 
 every stage it entered (each decision with its value and threshold, what a later stage changed in its text, its
 duplicate cluster with the kept copy and the lines that differ); ``/cache`` token cache rows decoded to text;
 ``/runs`` training runs and their loss curves. Server-side pages with plain links and forms: every view is a URL
-that can be shared or scripted, and nothing needs JavaScript.
+that can be shared or scripted, and nothing needs JavaScript. A view the URL cannot name (a number that is none,
+an unknown parameter, a source or reason the build lacks) is answered with status 400 and one line saying which,
+never with another view.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datapipe.browse.index import build_index
-from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines
+from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines, positional
 from datapipe.browse.runs import find_runs, loss_curve
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
@@ -46,33 +48,64 @@ def _funnels(chains: dict[str, list[StageRecord]]) -> dict[str, list[dict[str, A
     return out
 
 
-def _cluster(q: Queries, source: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The duplicate cluster a document is in, from the dedup stage's rows: as a removed copy (its ``related`` is
-    the kept copy) or as the kept copy others were removed for."""
+def _names(row: dict[str, Any]) -> list[str]:
+    """What a removal's ``related`` may call a kept document: its id, its ref, or its place in the stage's input."""
+    return [row["id"], row["ref"], f"shard {row['shard']} document {row['index']}"]
+
+
+def _cluster(
+    q: Queries, source: str, rows: list[dict[str, Any]], against: bool = False
+) -> dict[str, Any] | None:
+    """The duplicate cluster a document is in, from the dedup stage's rows: as a removed copy (its ``related``
+    names the kept copy: another document, even when a copy kept its original's id) or as the kept copy others
+    were removed for. A kept copy this build does not hold (an earlier build's, ``dedup.against``) is named, not
+    linked."""
     for r in rows:
         if r["stage"] != "dedup":
             continue
         if r["outcome"] == "removed" and r["related"]:
-            kept = q.by_id(source, r["step"], r["related"])
-            if kept is None:
-                return None
-            removed = q.removed_for(source, r["step"], r["related"])
+            found = q.kept_copy(source, r["step"], r["related"], r["ref"])
+            if not found:
+                place = positional(r["related"])
+                earlier = against or (place is not None and place[0] < 0)
+                removed = q.removed_for(source, r["step"], [r["related"]])
+                return {
+                    "kept": None,
+                    "kept_name": r["related"],
+                    "where": (
+                        "a document of an earlier build, dedup.against: not browsable here"
+                        if earlier
+                        else "not among the documents this stage kept"
+                    ),
+                    "removed": removed,
+                    "size": len(removed) + 1,
+                    "lines": None,
+                    "evidence": r["evidence"],
+                    "self_ref": r["ref"],
+                }
+            kept = found[0]
+            removed = q.removed_for(source, r["step"], _names(kept))
             lines = changed_lines(kept["text"], r["text"]) if kept["text"] is not None and r["text"] else None
             return {
                 "kept": kept,
+                "same_id": kept["id"] == r["id"],
+                "also": len(found) - 1,  # other kept documents of the same id
                 "removed": removed,
                 "size": len(removed) + 1,
                 "lines": lines,
                 "evidence": r["evidence"],
+                "self_ref": r["ref"],
             }
         if r["outcome"] == "kept":
-            removed = q.removed_for(source, r["step"], r["id"])
+            removed = q.removed_for(source, r["step"], _names(r))
             if removed:
                 return {
                     "kept": {**r, "text": None},
+                    "this_kept": True,
                     "removed": removed,
                     "size": len(removed) + 1,
                     "lines": None,
+                    "self_ref": r["ref"],
                 }
     return None
 
@@ -93,6 +126,24 @@ def _changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _whole(raw: str, name: str) -> tuple[int, str | None]:
+    """A page or row number from a URL (empty: 0), and the line that says why it is none."""
+    raw = raw.strip()
+    if not raw:
+        return 0, None
+    try:
+        value = int(raw)
+    except ValueError:
+        return 0, f"{name}: expected a whole number, got {raw!r}"
+    return (value, None) if value >= 0 else (0, f"{name}: expected 0 or more, got {raw!r}")
+
+
+def _error_line(message: str) -> str:
+    from html import escape
+
+    return f'<p class="error" id="error">{escape(message)}</p>'
+
+
 def create_app(
     output: str, index_dir: str, run_dirs: Sequence[str] = (), say: Callable[[str], None] = print
 ) -> Any:
@@ -111,6 +162,11 @@ def create_app(
     reasons = sorted({r for rows in funnels.values() for s in rows for r, _ in s["removed"]})
     languages = q.languages()
     base = {"name": manifest["name"], "output": output}
+    # sources deduplicated against earlier builds: a kept copy they name may be one of those builds' documents
+    against = {
+        source: any(r.stage == "dedup" and r.doc.get("config", {}).get("against") for r in chain)
+        for source, chain in chains.items()
+    }
 
     def page(request: Any, template: str, status: int = 200, **ctx: Any) -> Any:
         return templates.TemplateResponse(request, template, {**base, **ctx}, status_code=status)
@@ -118,32 +174,51 @@ def create_app(
     def home(request: Any) -> Any:
         return page(request, "home.html", funnels=funnels)
 
+    sources = sorted(chains)
+    choices = {"source": sources, "reason": reasons, "language": languages}
+
     def docs(request: Any) -> Any:
-        f = Filters.from_query(request.query_params)
-        try:
-            number = max(0, int(request.query_params.get("page", "0")))
-        except ValueError:
-            number = 0
+        params = request.query_params
+        f, problems = Filters.parse(params, choices, also=("page",))
+        number, problem = _whole(params.get("page", ""), "page")
+        problems += [problem] if problem else []
+        query = f.as_query()
+        ctx: dict[str, Any] = {
+            "f": f,
+            "page": number,
+            "sources": sources,
+            "reasons": reasons,
+            "languages": languages,
+            "error": "; ".join(problems) if problems else None,
+        }
+        if problems:  # a view that is not the one asked for would mislead: none, and the line that says why
+            return page(
+                request,
+                "docs.html",
+                status=400,
+                rows=[],
+                more=False,
+                count=None,
+                seconds=0.0,
+                last_page=None,
+                **ctx,
+            )
         started = time.perf_counter()
         rows, more = q.documents(f, number)
         count = q.count(f)
         seconds = time.perf_counter() - started
-        query = f.as_query()
         return page(
             request,
             "docs.html",
-            f=f,
             rows=rows,
             more=more,
             count=count,
             seconds=seconds,
-            page=number,
             first=number * PAGE + 1,
-            sources=sorted(chains),
-            reasons=reasons,
-            languages=languages,
+            last_page=(count + PAGE - 1) // PAGE if count else None,
             prev_url="/docs?" + urlencode({**query, "page": number - 1}),
             next_url="/docs?" + urlencode({**query, "page": number + 1}),
+            **ctx,
         )
 
     def doc(request: Any) -> Any:
@@ -162,7 +237,7 @@ def create_app(
             url=last["url"],
             stages=rows,
             changes=_changes(rows),
-            cluster=_cluster(q, source, rows),
+            cluster=_cluster(q, source, rows, against=bool(against.get(source))),
             text=last["text"],
             text_stage=(
                 f"left {last['step']}. {last['stage']}"
@@ -184,10 +259,9 @@ def create_app(
                 return HTMLResponse(f"no component {name!r}", status_code=404)
             tc = open_component(manifest_url, doc, name)
             decode = decoder_for(tc, output=os.path.dirname(manifest_url))
-            try:
-                start = max(0, int(request.query_params.get("row", "0")))
-            except ValueError:
-                start = 0
+            start, problem = _whole(request.query_params.get("row", ""), "row")
+            if problem:
+                return HTMLResponse(_error_line(problem), status_code=400)
             shown = []
             for i in range(start, min(start + CACHE_ROWS, tc.num_rows)):
                 ids = tc.row(i).tolist()

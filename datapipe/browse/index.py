@@ -8,6 +8,11 @@ columnar index that does: ``source``, ``step`` (the stage's place in its source'
 ``reason``, ``evidence``, ``measure``, ``value``, ``threshold``, ``related``, ``language``, ``language_score``,
 ``quality`` (the selected classifier's score, else the first), ``chars`` and ``text``.
 
+Some columns are filled from what the stage recorded elsewhere than in a removal's row: a MinHash duplicate's
+``threshold`` is the one its dedup stage ran with (``stage.json``'s ``minhash.threshold``; the row holds the
+measured Jaccard only), and the ``quality`` of a document the quality stage removed is the score it was removed
+for (the row's ``value``: such a document is in no kept part, whose metadata holds the scores of the kept ones).
+
 A removed document's text is the text it entered the stage with: the previous stage's kept part of the same shard
 at the row's ``index`` (read one shard at a time, so memory is one shard's text, not the build's). The first stage
 reads raw input, which is not text yet: its removed rows have none, unless the source keeps its removed documents
@@ -15,7 +20,8 @@ reads raw input, which is not text yet: its removed rows have none, unless the s
 
 Rows are ordered kept first, then removed grouped by reason, so that a view of one outcome or reason reads few row
 groups (their min/max statistics skip the rest). The index sits in ``<index dir>/<source>/<stage folder>.parquet``, written atomically; a stage folder's name ends
-in its content hash, so an index that exists is current and is reused. The tokenize stage (a token cache, no
+in its content hash, so an index that exists is current and is reused, when the browser that wrote it wrote
+the same columns (``INDEX_VERSION`` in the file's metadata; an older one is rewritten). The tokenize stage (a token cache, no
 documents) has none: the browser decodes cache rows instead.
 """
 
@@ -34,6 +40,10 @@ from datapipe.io.jsonl import read_records
 from datapipe.report.collect import StageRecord
 
 ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
+# what an index file's columns hold; a file of another version (or none: before versions) is rewritten
+INDEX_VERSION = "2"
+VERSION_KEY = b"datapipe.browse.index"
+MINHASH = "dedup/minhash"  # the dedup stage's reason for a MinHash duplicate (the browser imports no stage)
 
 
 def schema() -> Any:
@@ -47,8 +57,22 @@ def schema() -> Any:
         + [removed.field("index"), ("outcome", pa.string())]
         + [removed.field(n) for n in removed.names if n != "index"]
         + [("language", pa.string()), ("language_score", pa.float64()), ("quality", pa.float64())]
-        + [("text", pa.string())]
+        + [("text", pa.string())],
+        metadata={VERSION_KEY: INDEX_VERSION.encode()},
     )
+
+
+def is_current(path: str) -> bool:
+    """Whether an index file exists and was written by this version of the browser."""
+    import pyarrow.parquet as pq
+
+    if not os.path.exists(path):
+        return False
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError):  # not Parquet (a write cut short before the atomic rename cannot leave one)
+        return False
+    return meta.get(VERSION_KEY) == INDEX_VERSION.encode()
 
 
 @dataclass(frozen=True)
@@ -118,9 +142,29 @@ def _quality(meta: dict[str, Any], select: str | None) -> float | None:
     return float(value if value is not None else next(iter(scores.values())))
 
 
-def _select(rec: StageRecord) -> str | None:
-    select = rec.doc.get("config", {}).get("select")
-    return select.get("classifier") if isinstance(select, dict) else None
+def _select(chain: list[StageRecord]) -> str | None:
+    """The classifier the chain's quality stage selects by: the score the quality column shows at that stage and
+    at every later one (decon, PII), whose own configs do not name it."""
+    for rec in chain:
+        if rec.stage == "quality":
+            select = rec.doc.get("config", {}).get("select")
+            return select.get("classifier") if isinstance(select, dict) else None
+    return None
+
+
+def _minhash_threshold(rec: StageRecord) -> float | None:
+    """The Jaccard threshold a dedup stage ran MinHash with (its ``stage.json``), else None."""
+    minhash = rec.doc.get("config", {}).get("minhash") if rec.stage == "dedup" else None
+    value = minhash.get("threshold") if isinstance(minhash, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _removed_quality(row: dict[str, Any], select: str | None) -> float | None:
+    """The score a quality removal measured (``quality/<classifier>``), when it is the column's classifier."""
+    measure = row.get("measure") or ""
+    if not measure.startswith("quality/") or row.get("value") is None:
+        return None
+    return float(row["value"]) if select is None or measure == f"quality/{select}" else None
 
 
 def shard_rows(
@@ -157,10 +201,12 @@ def shard_rows(
             )
         )
     kept_removed = _kept_removed(rec.url, shard) if previous is None else {}
+    threshold = _minhash_threshold(rec)
     for r in removed:
         before = entered[r["index"]] if r["index"] < len(entered) else kept_removed.get(r["ref"])
         meta = before["metadata"] if before is not None and isinstance(before.get("metadata"), dict) else {}
         same = before is not None and str(before.get("ref", before.get("id", ""))) == r["ref"]
+        quality = _quality(meta, select) if same else None
         rows.append(
             (
                 r["index"],
@@ -168,9 +214,12 @@ def shard_rows(
                     **base,
                     **r,
                     "outcome": "removed",
+                    "threshold": (
+                        threshold if r["threshold"] is None and r["reason"] == MINHASH else r["threshold"]
+                    ),
                     "language": meta.get("language") if same else None,
                     "language_score": meta.get("language_score") if same else None,
-                    "quality": _quality(meta, select) if same else None,
+                    "quality": quality if quality is not None else _removed_quality(r, select),
                     "text": str(before.get("text") or "") if same and before is not None else None,
                 },
             )
@@ -258,17 +307,19 @@ def _write_stage(
 def build_index(
     chains: dict[str, list[StageRecord]], index_dir: str, say: Callable[[str], None] = lambda _: None
 ) -> list[StageIndex]:
-    """Write the index of every stage folder that has none yet; return them all, in chain order."""
+    """Write the index of every stage folder that has none yet (or one an older browser wrote); return them all,
+    in chain order."""
     out: list[StageIndex] = []
     for chain in chains.values():
+        select = _select(chain)
         documents = [(step, rec) for step, rec in enumerate(chain) if rec.stage != "tokenize"]
         for pos, (step, rec) in enumerate(documents):
             path = index_path(index_dir, rec)
             out.append(StageIndex(rec.source, step, rec.stage, rec.dirname, path))
-            if os.path.exists(path):
+            if is_current(path):
                 continue
             previous = documents[pos - 1][1] if pos else None
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            rows = _write_stage(path, rec, step, previous, _select(rec))
+            rows = _write_stage(path, rec, step, previous, select)
             say(f"indexed {rec.source}/{rec.dirname}: {rows:,} documents")
     return out

@@ -11,13 +11,16 @@ would read every text).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from datapipe.browse.index import StageIndex
 
 PAGE = 50
+OUTCOMES = ("kept", "removed")
 SNIPPET = 240
 LIST_COLUMNS = (
     "source, step, stage, shard, index, id, ref, url, outcome, reason, evidence, measure, value, threshold, related, "
@@ -43,9 +46,18 @@ class Filters:
     text: str | None = None  # case-insensitive substring of the text
 
     @classmethod
-    def from_query(cls, params: Any) -> Filters:
-        """From a URL's query parameters (strings); an empty or malformed number means no bound."""
+    def parse(
+        cls, params: Any, choices: Mapping[str, Sequence[str]] | None = None, also: Sequence[str] = ()
+    ) -> tuple[Filters, list[str]]:
+        """The filters of a URL's query parameters (strings; empty means any) and a line per parameter that could
+        not be applied: a number that is none, a parameter that is no filter (``also``: other parameters of the
+        page), or a value outside ``choices`` (field -> the values there are), each with the closest name meant."""
+        names = [f.name for f in fields(cls)]
         out: dict[str, Any] = {}
+        problems = []
+        for key in params:
+            if key not in names and key not in also:
+                problems.append(f"unknown filter {key!r}{_did_you_mean(key, [*names, *also], ' (filters: ')}")
         for f in fields(cls):
             raw = (params.get(f.name) or "").strip()
             if not raw:
@@ -54,15 +66,27 @@ class Filters:
                 try:
                     out[f.name] = int(raw)
                 except ValueError:
+                    problems.append(f"{f.name}: expected a whole number, got {raw!r}")
                     continue
+                if out[f.name] < 0:
+                    problems.append(f"{f.name}: expected 0 or more, got {raw!r}")
+                    del out[f.name]
             elif f.type in ("float | None",):
                 try:
-                    out[f.name] = float(raw)
+                    value = float(raw)
                 except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
+                    problems.append(f"{f.name}: expected a number, got {raw!r}")
                     continue
+                out[f.name] = value
+            elif f.name == "outcome" and raw not in OUTCOMES:
+                problems.append(f"outcome: {raw!r} is neither kept nor removed")
+            elif choices is not None and f.name in choices and raw not in choices[f.name]:
+                problems.append(f"no {f.name} {raw!r}{_did_you_mean(raw, choices[f.name], ' (there are: ')}")
             else:
                 out[f.name] = raw
-        return cls(**out)
+        return cls(**out), problems
 
     def as_query(self) -> dict[str, str]:
         return {
@@ -70,6 +94,23 @@ class Filters:
             for f in fields(self)
             if getattr(self, f.name) not in (None, "")
         }
+
+
+def _did_you_mean(name: str, known: Sequence[str], listing: str) -> str:
+    """`` (did you mean X?)`` for the closest of ``known``; else (up to 16 of) them, after ``listing``."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]}?)"
+    shown = sorted(known)
+    more = f", ... {len(shown) - 16} more" if len(shown) > 16 else ""
+    return f"{listing}{', '.join(shown[:16])}{more})" if shown else ""
+
+
+def positional(related: str) -> tuple[int, int] | None:
+    """``(shard, position)`` of a kept copy that a removal names by its place in the stage's input (``shard S
+    document D``: what a dedup stage wrote when it had not stored the ids), else None (it names an id)."""
+    found = re.fullmatch(r"shard (-?\d+) document (\d+)", related)
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _literal(path: str) -> str:
@@ -165,21 +206,37 @@ class Queries:
         sql = f"SELECT {LIST_COLUMNS}, text FROM {_from(files)} WHERE ref = ? ORDER BY step"
         return _rows(self._cursor().execute(sql, [ref]))
 
-    def by_id(self, source: str, step: int, doc_id: str) -> dict[str, Any] | None:
-        files = _files(self.stages, source, step)
-        if not files:
-            return None
-        sql = f"SELECT {LIST_COLUMNS}, text FROM {_from(files)} WHERE id = ? ORDER BY outcome LIMIT 1"
-        rows = _rows(self._cursor().execute(sql, [doc_id]))
-        return rows[0] if rows else None
-
-    def removed_for(self, source: str, step: int, kept_id: str) -> list[dict[str, Any]]:
-        """The copies a stage removed in favour of ``kept_id`` (its duplicate cluster, less the kept copy)."""
+    def kept_copy(self, source: str, step: int, related: str, exclude_ref: str) -> list[dict[str, Any]]:
+        """The documents a stage kept that a removal's ``related`` names as its kept copy (with their text), never
+        the removed document itself (``exclude_ref``): by place (``shard S document D``), else by id (a copy may
+        keep the id of its original: then each kept document of that id, first in input order), else by ref."""
         files = _files(self.stages, source, step)
         if not files:
             return []
-        sql = f"SELECT {LIST_COLUMNS} FROM {_from(files)} WHERE related = ? AND outcome = 'removed'"
-        return _rows(self._cursor().execute(sql, [kept_id]))
+        place = positional(related)
+        args: list[Any]
+        if place is not None:
+            where, args = "shard = ? AND index = ?", [place[0], place[1]]
+        else:
+            where, args = "(id = ? OR ref = ?)", [related, related]
+        sql = (
+            f"SELECT {LIST_COLUMNS}, text FROM {_from(files)} WHERE {where} AND outcome = 'kept' AND ref <> ? "
+            "ORDER BY id <> ?, shard, index"
+        )
+        return _rows(self._cursor().execute(sql, [*args, exclude_ref, related]))
+
+    def removed_for(self, source: str, step: int, names: Sequence[str]) -> list[dict[str, Any]]:
+        """The copies a stage removed in favour of one kept copy (its duplicate cluster, less the kept copy): those
+        whose ``related`` is one of ``names`` (the kept copy's id, its ref, its place), in input order."""
+        files = _files(self.stages, source, step)
+        if not files or not names:
+            return []
+        marks = ", ".join("?" for _ in names)
+        sql = (
+            f"SELECT {LIST_COLUMNS} FROM {_from(files)} WHERE related IN ({marks}) AND outcome = 'removed' "
+            "ORDER BY shard, index"
+        )
+        return _rows(self._cursor().execute(sql, list(names)))
 
 
 def changed_lines(before: str, after: str, limit: int = 200) -> list[tuple[str, str]]:

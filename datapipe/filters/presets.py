@@ -19,6 +19,7 @@ has is a configuration error naming the field.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -109,11 +110,12 @@ def build_chain(
     for name, value in (overrides or {}).items():
         where = (file, f"{field}.overrides.{name}")
         owners = [i for i, r in enumerate(rules) if name in {f.name for f in dataclasses.fields(r)}]
-        if not owners:
+        if not owners:  # one short line: the setting meant, not every setting of the preset
             known = sorted({f.name for r in rules for f in dataclasses.fields(r)} - {"bad_words"})
-            raise ConfigError(
-                *where, f"no rule of preset {preset!r} has this setting (settings: {', '.join(known)})"
-            )
+            close = difflib.get_close_matches(name, known, n=1)
+            more = f", ... ({len(known)} in all)" if len(known) > 6 else ""
+            hint = f"did you mean {close[0]}?" if close else f"its settings: {', '.join(known[:6])}{more}"
+            raise ConfigError(*where, f"no rule of preset {preset!r} has this setting ({hint})")
         for i in owners:
             rules[i] = dataclasses.replace(rules[i], **{name: _coerce(rules[i], name, value, where)})
     if bad_words:
