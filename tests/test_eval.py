@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,7 +106,7 @@ def trained(manifest, tmp_path_factory):
 
 def test_eval_measures_every_held_out_row_once_and_repeats_exactly(manifest, trained):
     first = evaluate_run(str(trained), step=4)
-    again = evaluate_run(str(trained), step=4)
+    again = evaluate_run(str(trained), step=4, force=True)
     last = evaluate_run(str(trained))
     assert last["step"] == 8 and first["step"] == 4
     assert [r["step"] for r in read_evals(str(trained))] == [4, 4, 8]
@@ -186,6 +187,42 @@ def test_eval_command_prints_a_table_and_the_report_and_browser_show_it(built_sm
     runs = TestClient(app).get("/runs")
     assert runs.status_code == 200
     assert "Held-out rows at step 8" in runs.text and "<td>prose</td>" in runs.text
+
+
+def _eval_cli(capsys, *args: str) -> str:
+    """``datapipe eval ARGS`` in this process (one JIT cache for all of them): its stdout."""
+    from datapipe.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["eval", *args])
+    assert done.value.code == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def test_eval_of_an_evaluated_checkpoint_is_cached(trained, tmp_path, capsys):
+    """The same checkpoint, manifest and options a second time (a second `make demo`): one line saying where the
+    record is, the same table, nothing appended. Another option, step or checkpoint, or --force, evaluates."""
+    run = tmp_path / "run"
+    shutil.copytree(trained, run, ignore=shutil.ignore_patterns("eval.jsonl"))
+    first = _eval_cli(capsys, str(run), "--components", "prose")
+    assert "skipped (cached)" not in first and "\nprose " in first
+    again = _eval_cli(capsys, str(run), "--components", "prose")
+    head, _, table = again.partition("\n")
+    assert head == f"eval: skipped (cached): {run / 'eval.jsonl'} line 1"
+    assert table == first
+    assert len(read_evals(str(run))) == 1
+    as_json = _eval_cli(capsys, str(run), "--components", "prose", "--json")  # stdout stays one JSON record
+    assert json.loads(as_json) == read_evals(str(run))[0]
+    for other in (["--batch", "4"], ["--step", "4"], ["--force"]):
+        assert "skipped" not in _eval_cli(capsys, str(run), "--components", "prose", *other), other
+    assert "skipped" not in _eval_cli(capsys, str(run))  # every component
+    assert len(read_evals(str(run))) == 5
+    assert "skipped (cached)" in _eval_cli(capsys, str(run), "--components", "prose", "--batch", "4")
+    # the checkpoint saved anew at step 8 (a run started again with --fresh): evaluated again
+    meta = run / "checkpoints" / "8" / "_CHECKPOINT_METADATA"
+    meta.write_text(meta.read_text().replace('"commit_timestamp_nsecs": ', '"commit_timestamp_nsecs": 1'))
+    assert "skipped" not in _eval_cli(capsys, str(run), "--components", "prose")
+    assert len(read_evals(str(run))) == 6
 
 
 def test_eval_refuses_a_run_that_held_out_nothing_or_an_unknown_component(manifest, trained, tmp_path):

@@ -108,15 +108,24 @@ def add_evaluate_parser(sub) -> None:
     e.add_argument("--components", help="comma-separated components (default: all)")
     e.add_argument("--batch", type=_positive, default=8, help="rows per forward pass (default 8)")
     e.add_argument("--json", action="store_true", help="print the record as JSON")
+    e.add_argument(
+        "--force",
+        action="store_true",
+        help="evaluate even when eval.jsonl holds this evaluation (same checkpoint, manifest and options), "
+        "which is otherwise printed again with `eval: skipped (cached)`",
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     import json
+    import sys
 
-    from datapipe.train.evaluate import evaluate_run, format_record
+    from datapipe.train.evaluate import evaluate_or_reuse, format_record
 
     components = [c.strip() for c in args.components.split(",") if c.strip()] if args.components else None
-    record = evaluate_run(args.run_dir, args.step, components, args.batch)
+    record, cached = evaluate_or_reuse(args.run_dir, args.step, components, args.batch, args.force)
+    if cached:  # on stderr under --json: stdout stays one JSON record
+        print(f"eval: skipped (cached): {cached}", file=sys.stderr if args.json else sys.stdout, flush=True)
     print(json.dumps(record, sort_keys=True) if args.json else format_record(record))
     return 0
 

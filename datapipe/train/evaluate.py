@@ -6,11 +6,14 @@ periodic validation draws from). Each is read once, in a fixed order, so two eva
 the same numbers. Per component: target tokens, mean loss (nats), perplexity, and bits per byte (the loss summed
 over the targets, in bits, over the UTF-8 bytes those target tokens decode to: comparable across tokenizers, as
 Paloma and Marin report it). A record per evaluation is appended to ``RUN_DIR/eval.jsonl`` (read by
-``datapipe report`` and ``datapipe browse``).
+``datapipe report`` and ``datapipe browse``), with the key of what it measured (:func:`evaluation_key`: the
+checkpoint's step and fingerprint, the manifest's sha256, the run's layout and the options); an evaluation whose
+key a record already holds is not run again (a second ``make demo``), unless forced.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -89,18 +92,105 @@ def _byte_counter(manifest: dict[str, Any], manifest_path: str) -> Any:
     return lambda seqs: tok.decode_batch(seqs, skip_special_tokens=True)
 
 
-def evaluate_run(
-    run_dir: str, step: int | None = None, components: list[str] | None = None, batch: int = 8
-) -> dict[str, Any]:
-    """Evaluate a run's checkpoint (the latest by default) on its held-out rows; append and return the record."""
-    import jax
+# what eval measures and how: bump it when a change gives other numbers for the same checkpoint and rows, so that
+# records written before are not taken for this evaluation's
+EVAL_METHOD = 1
 
+
+def checkpoint_fingerprint(run_dir: str, step: int) -> str | None:
+    """sha256 of a checkpoint's own metadata: every file of its step folder, path and content, but the arrays'
+    data (orbax's ``d`` folders, never read) and ``commit_success.txt`` (which names the folder's path). Orbax's
+    ``_CHECKPOINT_METADATA`` holds the save's commit time, so a checkpoint saved anew at the same step (a run
+    started again) has another fingerprint. None when the step's folder is not where orbax puts it."""
+    root = os.path.join(run_dir, "checkpoints", str(step))
+    if not os.path.isdir(root):
+        return None
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "d")
+        for name in sorted(files):
+            if name == "commit_success.txt":
+                continue
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                content = hashlib.sha256(f.read()).hexdigest()
+            digest.update(f"{os.path.relpath(path, root)}\0{content}\n".encode())
+    return digest.hexdigest()
+
+
+def evaluation_key(
+    run: dict[str, Any],
+    manifest_bytes: bytes,
+    step: int,
+    checkpoint: str | None,
+    components: list[str],
+    batch: int,
+) -> dict[str, Any]:
+    """What an evaluation's numbers are a function of: the checkpoint (step and fingerprint), the manifest (its
+    sha256), the run's layout of the rows (model, sequence length, seed, packing, holdout, phases) and the
+    options (components, batch)."""
+    config = run.get("config", {})
+    layout = {
+        "model": run["model"],
+        "seq_len": run["seq_len"],
+        "seed": config.get("seed", 0),
+        "packing": config.get("loader", {}).get("packing", "concat"),
+        "holdout": config.get("validation", {}).get("holdout", 0),
+        "phases": run.get("phases", []),
+    }
+    return {
+        "method": EVAL_METHOD,
+        "step": step,
+        "checkpoint": checkpoint,
+        "manifest": hashlib.sha256(manifest_bytes).hexdigest(),
+        "layout": hashlib.sha256(json.dumps(layout, sort_keys=True).encode()).hexdigest(),
+        "components": components,
+        "batch": batch,
+    }
+
+
+def cached_evaluation(run_dir: str, key: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
+    """The latest record of ``RUN_DIR/eval.jsonl`` with this key and its line number (from 1); None when there
+    is none (or the checkpoint has no fingerprint)."""
+    path = os.path.join(run_dir, EVAL_FILE)
+    if key["checkpoint"] is None or not os.path.exists(path):
+        return None
+    found = None
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                record = json.loads(line)
+                if record.get("key") == key:
+                    found = record, number
+    return found
+
+
+def evaluate_run(
+    run_dir: str,
+    step: int | None = None,
+    components: list[str] | None = None,
+    batch: int = 8,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a run's checkpoint (the latest by default) on its held-out rows; append and return the record
+    (or return the record ``eval.jsonl`` already holds for the same key, unless ``force``)."""
+    return evaluate_or_reuse(run_dir, step, components, batch, force)[0]
+
+
+def evaluate_or_reuse(
+    run_dir: str,
+    step: int | None = None,
+    components: list[str] | None = None,
+    batch: int = 8,
+    force: bool = False,
+) -> tuple[dict[str, Any], str | None]:
+    """(record, where it was found: ``RUN_DIR/eval.jsonl line N``) when ``eval.jsonl`` holds an evaluation with
+    the same key (and not ``force``); else (the record of a new evaluation, appended, None)."""
     from datapipe.data.loader import MixtureLoader
     from datapipe.data.mixing import Phase
     from datapipe.store.manifest import read_manifest
-    from datapipe.train.checkpoint import restore_run_params
+    from datapipe.train.checkpoint import checkpoint_step
     from datapipe.train.init import model_from_dict, read_run
-    from datapipe.train.model import loss_sums
 
     run = read_run(run_dir)
     model = model_from_dict(run["model"])
@@ -121,6 +211,18 @@ def evaluate_run(
         raise DatapipeError(f"{run_dir}: no component {', '.join(unknown)} (components: {', '.join(names)})")
     if batch < 1:
         raise DatapipeError(f"--batch {batch}: must be >= 1")
+    step = checkpoint_step(run_dir, step)
+    key = evaluation_key(
+        run,
+        fs.read_bytes(manifest_path),
+        step,
+        checkpoint_fingerprint(run_dir, step),
+        list(components or names),
+        batch,
+    )
+    cached = None if force else cached_evaluation(run_dir, key)
+    if cached is not None:
+        return cached[0], f"{os.path.join(run_dir, EVAL_FILE)} line {cached[1]}"
     seq_len, seed = int(run["seq_len"]), int(config.get("seed", 0))
     packing = str(config.get("loader", {}).get("packing", "concat"))
     # the training layout (same sequence length and packing) and its split: what the run held out
@@ -138,10 +240,21 @@ def evaluate_run(
                 f"{run_dir}: component {name!r} held out {recorded[name]} sequences in training, {held} now: "
                 "the manifest or the run's settings changed since"
             )
+    import jax
+
+    from datapipe.train.checkpoint import restore_run_params
+    from datapipe.train.model import loss_sums
+
     step, params = restore_run_params(run_dir, step, model, jax.local_devices()[0])
     counter = _byte_counter(manifest, manifest_path)
     losses = jax.jit(lambda p, ids, seg: loss_sums(p, {"input_ids": ids, "segment_ids": seg}, model)[1])
-    record: dict[str, Any] = {"step": step, "time": time.time(), "holdout": holdout, "components": {}}
+    record: dict[str, Any] = {
+        "step": step,
+        "time": time.time(),
+        "holdout": holdout,
+        "components": {},
+        "key": key,
+    }
     for name in components or names:
         sequences = layout.heldout_sequences(name)
         ce = count = 0.0
@@ -165,7 +278,7 @@ def evaluate_run(
         record["components"][name] = entry
     with open(os.path.join(run_dir, EVAL_FILE), "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
-    return record
+    return record, None
 
 
 def format_record(record: dict[str, Any]) -> str:
