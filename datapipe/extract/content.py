@@ -221,8 +221,6 @@ BLOCK_TAGS = frozenset(
 # elements whose attributes are read: blocks and the other containers a page names its parts with
 STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol", "form"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-# below this depth a subtree is one run of text (pathological nesting; real pages stay under ~60)
-MAX_DEPTH = 256
 # what a tag is to the walk (the codes of ``treewalk.pyx``): a tag not named here is inline
 _INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = 1, 2, 3, 4, 5
 _BR = "\x00"  # a <br> in a block's parts (the parser turns a NUL in the page into U+FFFD)
@@ -871,7 +869,6 @@ class WalkRules:
     skip_share: float = SKIP_SHARE
     wrapper_share: float = WRAPPER_SHARE
     root_min_chars: int = ROOT_MIN_CHARS
-    max_depth: int = MAX_DEPTH
 
 
 @functools.cache

@@ -85,6 +85,11 @@ cdef enum:
     F_WRAPPER = 32  # never text, unless it wraps most of the page (a <form> around an ASP.NET page)
 
 
+cdef struct Open:  # an element the walk is inside of: its children are being read
+    lxb_dom_node_t *node
+    unsigned char mode  # INLINE, LINK or STRUCTURAL
+
+
 cdef struct Buf:
     char *data
     size_t size
@@ -222,7 +227,7 @@ cdef class Walk:
     cdef object rules
     cdef object classify, paid_text, make_block, container, hidden_style, roles
     cdef double skip_share, wrapper_share
-    cdef Py_ssize_t root_min_chars, max_depth
+    cdef Py_ssize_t root_min_chars
     cdef public list blocks, containers
     cdef list parts
     cdef Py_ssize_t link_chars, link, boiler, page_chars
@@ -246,7 +251,6 @@ cdef class Walk:
         self.skip_share = rules.skip_share
         self.wrapper_share = rules.wrapper_share
         self.root_min_chars = rules.root_min_chars
-        self.max_depth = rules.max_depth
         self.blocks = []
         self.containers = []
         self.parts = []
@@ -260,7 +264,7 @@ cdef class Walk:
         """Walk the children of the node at ``address`` (the ``mem_id`` of a live ``LexborNode``: its tree must
         outlive the call), then close the last block."""
         self.page_chars = self.text_chars(<lxb_dom_node_t *> address)
-        self.walk(<lxb_dom_node_t *> address, 0)
+        self.walk(<lxb_dom_node_t *> address)
         self.flush()
 
     cdef Py_ssize_t text_chars(self, lxb_dom_node_t *node) except -1:
@@ -300,25 +304,50 @@ cdef class Walk:
             attr = attr.next
         return False
 
-    cdef int walk(self, lxb_dom_node_t *node, Py_ssize_t depth) except -1:
-        cdef Py_ssize_t deeper = depth + 1
-        cdef lxb_dom_node_t *child = node.first_child
+    cdef int walk(self, lxb_dom_node_t *top) except -1:
+        """Every node under ``top`` in document order, iteratively: an explicit stack of the open inline, link and
+        structural elements, not the C stack, so that a page nested as deep as lexbor parses it (5,000 elements,
+        or 100,000) is read as a shallow one is, never flattened to one run of text (the recursive walk did that
+        below 256 levels: a table of contents came out as one line)."""
+        cdef Open *stack = NULL
+        cdef Open *grown
+        cdef Py_ssize_t size = 0, cap = 0
+        cdef list closing = []  # per open structural element: what closing it needs (see open_element)
+        cdef lxb_dom_node_t *child = top.first_child
+        cdef lxb_dom_node_t *parent
         cdef lxb_dom_character_data_t *t
-        cdef unsigned char what
+        cdef unsigned char what, mode
         cdef uintptr_t tid
         cdef str text
-        while child != NULL:
-            if child.type == LXB_DOM_NODE_TYPE_TEXT:
-                t = <lxb_dom_character_data_t *> child
-                if t.data.data != NULL and t.data.length and not (
-                    not self.parts and ascii_blank(t.data.data, t.data.length)
-                ):
-                    text = PyUnicode_DecodeUTF8(<char *> t.data.data, t.data.length, "replace")
-                    if self.parts or not text.isspace():
-                        self.parts.append(text)
-                        if self.link:
-                            self.link_chars += len(text.strip())
-            elif child.type == LXB_DOM_NODE_TYPE_ELEMENT:
+        try:
+            while True:
+                if child == NULL:  # the children of the innermost open element are done: close it
+                    if size == 0:
+                        return 0
+                    size -= 1
+                    parent = stack[size].node
+                    mode = stack[size].mode
+                    if mode == LINK:
+                        self.link -= 1
+                    elif mode == STRUCTURAL:
+                        self.close_element(closing.pop())
+                    child = parent.next
+                    continue
+                if child.type == LXB_DOM_NODE_TYPE_TEXT:
+                    t = <lxb_dom_character_data_t *> child
+                    if t.data.data != NULL and t.data.length and not (
+                        not self.parts and ascii_blank(t.data.data, t.data.length)
+                    ):
+                        text = PyUnicode_DecodeUTF8(<char *> t.data.data, t.data.length, "replace")
+                        if self.parts or not text.isspace():
+                            self.parts.append(text)
+                            if self.link:
+                                self.link_chars += len(text.strip())
+                    child = child.next
+                    continue
+                if child.type != LXB_DOM_NODE_TYPE_ELEMENT:
+                    child = child.next
+                    continue
                 tid = child.local_name
                 what = self.what_c[tid] if tid < self.ntags else INLINE
                 if what == INLINE or what == LINK:
@@ -327,20 +356,34 @@ cdef class Walk:
                         continue
                     if what == LINK:
                         self.link += 1
-                    if deeper < self.max_depth:
-                        self.walk(child, deeper)
-                    else:
-                        self.parts.append(_deep_text(child))
-                    if what == LINK:
-                        self.link -= 1
+                    mode = what
                 elif what == STRUCTURAL:
-                    self.element(child, tid, deeper)
-                elif what == BREAK:
-                    self.parts.append("\x00")
-            child = child.next
-        return 0
+                    if not self.open_element(child, tid, closing):
+                        child = child.next
+                        continue
+                    mode = STRUCTURAL
+                else:
+                    if what == BREAK:
+                        self.parts.append("\x00")
+                    child = child.next
+                    continue
+                if size == cap:
+                    cap = max(2 * cap, <Py_ssize_t> 64)
+                    grown = <Open *> realloc(stack, cap * sizeof(Open))
+                    if grown == NULL:
+                        raise MemoryError()
+                    stack = grown
+                stack[size].node = child
+                stack[size].mode = mode
+                size += 1
+                child = child.first_child
+        finally:
+            free(stack)
 
-    cdef int element(self, lxb_dom_node_t *node, uintptr_t tid, Py_ssize_t depth) except -1:
+    cdef bint open_element(self, lxb_dom_node_t *node, uintptr_t tid, list closing) except -1:
+        """What a structural element does before its children; False when they are not to be read (hidden, a
+        wrapper of little text, boilerplate decided here). When they are, what closing it needs goes on
+        ``closing``: the block kind outside it, its container, its flags and its own kind."""
         cdef lxb_dom_attr_t *attr = (<lxb_dom_element_t *> node).first_attr
         cdef lxb_dom_attr_t *cls = NULL
         cdef lxb_dom_attr_t *ident = NULL
@@ -353,14 +396,14 @@ cdef class Walk:
         cdef object kind, opened = None, verdict, role_value = None, attrs = None
         cdef Py_ssize_t chars, n
         if flags & F_WRAPPER and self.text_chars(node) < self.wrapper_share * self.page_chars:
-            return 0
+            return False
         while attr != NULL:
             if attr.node.local_name == LXB_DOM_ATTR_CLASS:
                 cls = attr
             elif attr.node.local_name == LXB_DOM_ATTR_ID:
                 ident = attr
             elif self.hides(attr):
-                return 0
+                return False
             elif attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
                 if attr_is(attr, "role", 4):
                     role = attr
@@ -404,7 +447,7 @@ cdef class Walk:
             ):
                 n = len(self.blocks)
                 self.containers.append(self.container("boiler", 0, n, n, chars, tag, attrs, True))
-                return 0
+                return False
         if boiler:
             opened = self.container("boiler", 0, len(self.blocks), -1, 0, tag, attrs, False)
             self.containers.append(opened)
@@ -419,10 +462,13 @@ cdef class Walk:
             self.kind = kind
         if flags & F_CELL and self.parts:
             self.parts.append(" | ")
-        if depth < self.max_depth:
-            self.walk(node, depth)
-        else:  # pathological nesting: the rest of the subtree is one run of text
-            self.parts.append(_deep_text(node))
+        closing.append((outer, opened, flags, kind))
+        return True
+
+    cdef int close_element(self, tuple closing) except -1:
+        """What a structural element does after its children (``closing``: what :meth:`open_element` kept)."""
+        cdef object outer = closing[0], opened = closing[1], kind = closing[3]
+        cdef unsigned char flags = closing[2]
         if (flags & F_BLOCK or kind is not None) and self.parts:
             self.flush()
         self.kind = outer
