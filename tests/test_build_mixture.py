@@ -48,6 +48,17 @@ def test_builds_every_source_and_manifest(built_small):
     assert "manifest:" in proc.stdout and "total" in proc.stdout
 
 
+def test_a_pages_headline_is_its_title_metadata_not_its_text(built_small):
+    """The extract stage keeps each page's headline as ``metadata.title``, out of the text (issue 40 item 1)."""
+    from datapipe.io.jsonl import read_records
+
+    out, _ = built_small
+    docs = [d for p in sorted((out / "web").glob("extract-*/part-*.jsonl.zst")) for d in read_records(str(p))]
+    titled = [d for d in docs if d["metadata"].get("title")]
+    assert len(titled) >= 0.9 * len(docs) > 0
+    assert not any(d["text"].startswith(d["metadata"]["title"] + "\n") for d in titled)
+
+
 def test_cache_holds_exactly_the_tokenized_documents_in_order(built_small):
     out, _ = built_small
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))

@@ -80,7 +80,7 @@ def test_main_text_present_navigation_absent(url, sentences, nav):
     assert len(on_page) >= 3, "the page has this navigation"
     for n in on_page:
         assert n not in lines, f"navigation {n!r} leaked into the main text"
-    assert "\n" in text  # paragraphs kept on their own lines
+    assert "\n" in HtmlExtractor(title="prepend")((PAGES[url], "utf-8"))  # blocks on their own lines
 
 
 @pytest.mark.parametrize("preset", ["default", "fineweb"])

@@ -40,7 +40,7 @@ def _decisions(url: str) -> dict[str, str]:
 
 def test_python_docs_page_blocks():
     why = _decisions(PY + "secrets.html")
-    assert why["secrets — Generate secure random numbers for managing secrets¶"] == ""  # the title
+    assert why["secrets — Generate secure random numbers for managing secrets¶"] == "title"  # the headline
     body = next(t for t in why if t.startswith("The secrets module is used for generating"))
     assert why[body] == ""
     code = next(t for t in why if t.startswith(">>> token_hex(16)"))
@@ -172,7 +172,7 @@ RULES = [
 )
 def test_rule(markup, stays, goes, reason):
     a = analyze(_page(markup))
-    text = a.text()
+    text = a.text(title=True)  # a headline stays too: as the title
     assert stays in text and goes not in text
     why = next(w for b, w in zip(a.blocks, a.why, strict=True) if goes in b.text)
     assert why.startswith(reason), why
@@ -198,7 +198,30 @@ def test_a_lead_named_teaser_stays():
     a = analyze(
         _page(f'<article><h1>Title</h1><p class="teaser-text">The lead. {PARA}</p><p>{PARA}</p></article>')
     )
-    assert "The lead." in a.text() and not any(a.why)
+    assert "The lead." in a.text() and a.why == ["title", "", ""] and a.title == "Title"
+
+
+def test_the_headline_is_the_title_not_the_text():
+    """The first kept <h1> before any kept text is the title (issue 40 item 1), as Trafilatura and the article
+    benchmarks' truths keep it; an <h1> after the text has begun is a section of it; without a kept headline the
+    <title> element is the title; the extract stage writes it to ``metadata.title``, and ``title: prepend`` puts it
+    back on top of the text."""
+    from datapipe.extract.html import HtmlExtractor
+
+    head = "<head><title>  Tall   ships | The Harbour Times </title></head>"
+    page = (
+        f"<html>{head}<body><article><p>12 May</p><h1>Tall ships</h1><p>{PARA}</p><h1>Part two</h1><p>{PARA}"
+    )
+    page += "</p></article></body></html>"
+    a = analyze(page)
+    assert a.title == "Tall ships" and "Tall ships" not in a.text() and "Part two" in a.text()
+    assert HtmlExtractor().extract((page.encode(), "utf-8")) == (a.text(), "Tall ships")
+    assert HtmlExtractor(title="prepend")((page.encode(), "utf-8")).startswith("Tall ships\n\n")
+    no_h1 = f"<html>{head}<body><article><p>{PARA}</p></article></body></html>"
+    assert analyze(no_h1).title == "Tall ships | The Harbour Times" and PARA.strip() == analyze(no_h1).text()
+    assert analyze(f"<html><body><p>{PARA}</p></body></html>").title is None
+    late = f"<html><body><article><p>{PARA}</p><h1>A section</h1><p>{PARA}</p></article></body></html>"
+    assert analyze(late).title is None and "A section" in analyze(late).text()
 
 
 def test_a_section_title_ends_the_article_only_in_its_last_part():
@@ -285,7 +308,7 @@ def test_an_article_named_for_its_author_is_the_article():
     )
     a = analyze(html)
     text = a.text()
-    assert "Body one" in text and "Body two" in text and "Title" in text, text
+    assert "Body one" in text and "Body two" in text and a.title == "Title", text
     assert not any(w in text for w in ("Reader", "Aside", "Sidebar")), text
 
 
@@ -370,8 +393,8 @@ def test_a_form_around_the_whole_page_is_read():
         f'<form id="mainform"><input value="typed"><nav><p>{PARA}Menu</p></nav><h1>Recipe</h1><p>{PARA}</p>'
         f"<p>{PARA}</p></form>"
     )
-    text = main_content_text(page)
-    assert text.count(PARA.strip()) == 2 and "Recipe" in text
+    text = main_content_text(page, title=True)
+    assert text.count(PARA.strip()) == 2 and text.startswith("Recipe\n\n")
     assert "Menu" not in text and "Search the site" not in text and "typed" not in text
     assert "Search the site" not in " ".join(b.text for b in analyze(page).blocks)  # not read at all
 
@@ -388,12 +411,13 @@ def test_structure_plain_and_markdown():
         "<pre>x = 1\n    y = 2</pre></article>"
     )
     text = main_content_text(_page(markup))
-    assert text.startswith("Title\n\n" + PARA.strip() + "\n\nSection\n\n")
+    assert text.startswith(PARA.strip() + "\n\nSection\n\n")  # the headline is the title, not text
+    assert main_content_text(_page(markup), title=True).startswith("Title\n\n" + PARA.strip())
     assert "\nsecond line" in text
     assert "- one item\n- two item" in text
     assert "name | value\na | 1" in text
     assert "x = 1\n    y = 2" in text
-    md = main_content_text(_page(markup), markdown=True)
+    md = main_content_text(_page(markup), markdown=True, title=True)
     assert md.startswith("# Title\n\n") and "\n\n## Section\n\n" in md
     assert "| name | value |\n| a | 1 |" in md and "```\nx = 1\n    y = 2\n```" in md
 

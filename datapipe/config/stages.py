@@ -42,6 +42,7 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "preserve_formatting": ("resiliparse",),
     "preset": ("trafilatura",),
     "markdown": ("datapipe",),
+    "title": ("datapipe",),
 }
 
 
@@ -52,6 +53,8 @@ class ExtractConfig:
     preserve_formatting: bool = True  # resiliparse only
     preset: str = "default"  # trafilatura only: "default" (recall) or "fineweb" (precision, dedup)
     markdown: bool = False  # datapipe only: headings as "#" lines, table rows as "| a | b |", code fenced
+    # datapipe only: the page's headline goes to the document's ``title`` metadata, not its text; "prepend": both
+    title: str = "metadata"
     timeout_s: float = 5.0  # per document; 0 runs extraction in-process without a limit
     # a larger page is removed as read/too_large, never held whole nor parsed
     max_bytes: int = 8 * 1024 * 1024
@@ -81,6 +84,9 @@ class ExtractConfig:
         # a field added later: at its default it is left out, so the stage hashes of earlier builds stay the same
         if self.max_record_bytes == MAX_RECORD_BYTES:
             del out["max_record_bytes"]
+        # datapipe's text left its headline out when the title became metadata: its extract stages change hash
+        if self.method != "datapipe":
+            del out["title"]
         return out
 
 

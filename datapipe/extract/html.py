@@ -7,14 +7,14 @@ The extractor is a small picklable object so that it can run inside the extracti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
 from datapipe.config.stages import ExtractConfig
-from datapipe.extract.content import main_content_text
+from datapipe.extract.content import main_content
 
 METHODS = ("datapipe", "resiliparse", "trafilatura")
 
@@ -117,27 +117,43 @@ def trafilatura_text(html: str, preset: str = "default") -> str:
     return (trafilatura.extract(html, output_format="txt", with_metadata=False, **options) or "").strip()
 
 
+class Extracted(NamedTuple):
+    """A page's text and its title (None when the method gives none: only datapipe's own extractor does)."""
+
+    text: str
+    title: str | None = None
+
+
 @dataclass(frozen=True)
 class HtmlExtractor:
-    """``extractor((payload, charset)) -> text`` with the configured method (one of :data:`METHODS`)."""
+    """``extractor((payload, charset)) -> text`` with the configured method (one of :data:`METHODS`);
+    :meth:`extract` gives the title too, which the extract stage keeps as the document's ``title`` metadata."""
 
     method: str = "datapipe"
     main_content: bool = True
     preserve_formatting: bool = True
     preset: str = "default"
     markdown: bool = False
+    title: str = "metadata"  # datapipe only: the headline as metadata, or "prepend": on top of the text too
 
     @classmethod
     def from_config(cls, cfg: ExtractConfig) -> HtmlExtractor:
-        return cls(cfg.method, cfg.main_content, cfg.preserve_formatting, cfg.preset, cfg.markdown)
+        return cls(cfg.method, cfg.main_content, cfg.preserve_formatting, cfg.preset, cfg.markdown, cfg.title)
 
-    def __call__(self, item: tuple[bytes, str | None]) -> str:
+    def extract(self, item: tuple[bytes, str | None]) -> Extracted:
         payload, charset = item
         html = decode_html(payload, charset)
         if self.method == "datapipe":
-            return main_content_text(html, markdown=self.markdown)
+            text, title = main_content(html, markdown=self.markdown)
+            if self.title == "prepend" and title:
+                head = ("# " if self.markdown else "") + title
+                text = head + "\n\n" + text if text else head
+            return Extracted(text, title)
         if self.method == "trafilatura":
-            return trafilatura_text(html, self.preset)
-        return html_to_text(
-            html, main_content=self.main_content, preserve_formatting=self.preserve_formatting
+            return Extracted(trafilatura_text(html, self.preset))
+        return Extracted(
+            html_to_text(html, main_content=self.main_content, preserve_formatting=self.preserve_formatting)
         )
+
+    def __call__(self, item: tuple[bytes, str | None]) -> str:
+        return self.extract(item).text

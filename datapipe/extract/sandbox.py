@@ -35,7 +35,7 @@ READY = "ready"
 START_S = 120.0
 
 
-def _child(conn, fn: Callable[[Any], str], warmup: Any) -> None:
+def _child(conn, fn: Callable[[Any], Any], warmup: Any) -> None:
     # the parent decides when this process ends (it closes the pipe); an interrupt meant for the build is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if warmup is not None:  # what fn loads on its first call (a parser's lazy imports) is loaded before READY
@@ -60,7 +60,7 @@ def _child(conn, fn: Callable[[Any], str], warmup: Any) -> None:
 class Sandbox:
     """``run(items)`` returns ``fn(item)`` or a :class:`Failed` for each item, in order."""
 
-    def __init__(self, fn: Callable[[Any], str], timeout_s: float, warmup: Any = None) -> None:
+    def __init__(self, fn: Callable[[Any], Any], timeout_s: float, warmup: Any = None) -> None:
         self.fn = fn
         self.timeout_s = timeout_s
         self.warmup = warmup  # an item fn is called on once in each new child, before its time limits apply

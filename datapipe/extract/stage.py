@@ -15,7 +15,7 @@ from typing import Any
 from datapipe.config.mixture import SourceConfig
 from datapipe.decisions import RemovedLog, removed_url
 from datapipe.evidence import Removal
-from datapipe.extract.html import HtmlExtractor
+from datapipe.extract.html import Extracted, HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
 from datapipe.heartbeat import Heartbeat
@@ -75,7 +75,7 @@ class ExtractStage:
     def setup(self) -> None:
         cfg = self.source_config
         if cfg.format == "warc" and cfg.extract.timeout_s > 0 and self._sandbox is None:
-            self._sandbox = Sandbox(self.extractor, cfg.extract.timeout_s, warmup=WARMUP_PAGE)
+            self._sandbox = Sandbox(self.extractor.extract, cfg.extract.timeout_s, warmup=WARMUP_PAGE)
             self._sandbox.start()  # the child imports while the model below loads and the first batch is read
         if cfg.langid is not None and self._lid is None:
             self._lid = LanguageIdentifier(cfg.langid.model)
@@ -86,15 +86,15 @@ class ExtractStage:
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(self.part_url(shard))
 
-    def _extract_batch(self, batch: list[dict]) -> list[str | Failed]:
+    def _extract_batch(self, batch: list[dict]) -> list[Extracted | Failed]:
         items = [(rec.pop("html"), rec.pop("charset")) for rec in batch]
         if self._sandbox is not None:
             return self._sandbox.run(items)
-        extractor = self.extractor
-        out: list[str | Failed] = []
+        extract = self.extractor.extract
+        out: list[Extracted | Failed] = []
         for item in items:
             try:
-                out.append(extractor(item))
+                out.append(extract(item))
             except Exception as e:  # a parser error on one page removes that page only
                 out.append(Failed("error", str(e)[:200]))
         return out
@@ -133,12 +133,15 @@ class ExtractStage:
         places: list[int] = []  # of the pending pages among the shard's documents
 
         def flush_html() -> None:
-            for place, rec, text in zip(places, pending, self._extract_batch(pending), strict=True):
-                if isinstance(text, Failed):
-                    why = Removal(f"extract/{text.reason}", note=text.detail or None)
+            for place, rec, got in zip(places, pending, self._extract_batch(pending), strict=True):
+                if isinstance(got, Failed):
+                    why = Removal(f"extract/{got.reason}", note=got.detail or None)
                     stats.remove(why)
                     removed.add(place, rec, why)
-                elif self._keep(rec, text, stats, extracted=True):
+                    continue
+                if got.title:  # the page's headline: metadata, not text (datapipe's extractor)
+                    rec["metadata"]["title"] = got.title
+                if self._keep(rec, got.text, stats, extracted=True):
                     docs.append(rec)
                 else:
                     removed.add(place, rec, stats.last_reason or "")
