@@ -40,7 +40,8 @@ import scale_corpus  # noqa: E402
 from tests.slurm_cluster import ensure_installed, local_cluster  # noqa: E402
 
 MIB = 1 << 20
-PEAK_LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+(\S+): (\d+) task\(s\), largest process ([\d,]+) MiB$")
+# the launcher's per-phase lines, in the build's log (<out>/_logs/build-*.log, after the log record's prefix)
+PEAK_LINE = re.compile(r"\s(\S+)\s+(\S+)\s+(\S+): (\d+) task\(s\), largest process ([\d,]+) MiB$")
 
 
 def refuse_small_machine(work: Path, corpus_ready: bool) -> None:
@@ -51,10 +52,10 @@ def refuse_small_machine(work: Path, corpus_ready: bool) -> None:
 
 
 def task_peaks(log: str) -> list[tuple[str, str, int, int]]:
-    """(stage folder, phase, tasks, largest task MiB) from the launcher's per-phase lines."""
+    """(stage folder, phase, tasks, largest task MiB) from the launcher's per-phase lines (the build's log)."""
     return [
         (m.group(2), m.group(3), int(m.group(4)), int(m.group(5).replace(",", "")))
-        for m in map(PEAK_LINE.match, log.splitlines())
+        for m in map(PEAK_LINE.search, log.splitlines())
         if m
     ]
 
@@ -86,7 +87,8 @@ def build(work: Path, pages: int, model: str, args: argparse.Namespace, env: dic
         clock = float(m.group(2))  # on Slurm: the launcher's clock when the stage's _SUCCESS appeared
         stages[m.group(1)] = {"s": clock - previous, "in": int(m.group(3))}
         previous = clock
-    run = {"wall": res["wall"], "launcher": res["maxrss"], "stages": stages, "peaks": task_peaks(res["log"])}
+    logged = "".join(p.read_text() for p in sorted((out / "_logs").glob("build-*.log")))
+    run = {"wall": res["wall"], "launcher": res["maxrss"], "stages": stages, "peaks": task_peaks(logged)}
     run["recall"] = scale.build_recall(corpus, out)
     largest = max((mb for *_, mb in run["peaks"]), default=0)
     print(

@@ -53,9 +53,11 @@ def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):
     beam_out, _ = built_small
     dt_out, proc = datatrove_small
     assert (dt_out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
-    # every executor reports its tasks' largest resident set (datatrove's stats carry each task's peak)
+    # every executor reports its tasks' largest resident set in the build's log (datatrove's stats carry each
+    # task's peak)
+    build_log = "".join(p.read_text() for p in (dt_out / "_logs").glob("build-*.log"))
     peaks = re.findall(
-        r" (buckets|shards|components): (\d+) task\(s\), largest process ([\d,]+) MiB", proc.stdout
+        r" (buckets|shards|components): (\d+) task\(s\), largest process ([\d,]+) MiB", build_log
     )
     assert {p[0] for p in peaks} == {"buckets", "shards", "components"}
     assert all(int(n) >= 1 and 50 < int(mb.replace(",", "")) < 4096 for _, n, mb in peaks)
@@ -105,6 +107,33 @@ def test_demo_mixture_on_the_local_executor_equals_beam(demo, tmp_path):
     assert sorted(dt) == sorted(beam)
     assert sum("/tokenize-" in p for p in beam) >= 10 * 6  # every source's cache: arrays, ledger, markers
     assert [p for p in beam if dt[p] != beam[p]] == []
+
+
+def test_prints_the_beam_engines_lines_and_logs_to_the_log_folders(built_small, datatrove_small):
+    """The console gets what the Beam engine prints (one line per stage, the summary), not datatrove's logs (a
+    stats dump per task, lines 350 characters wide: 1,600 lines for the demo mixture where Beam printed 40); those
+    go to the build's log (``_logs/build-*.log``) and each task's log folder."""
+    beam_out, beam = built_small
+    out, proc = datatrove_small
+    stages = list(out.glob("*/*/stage.json"))
+    assert stages and proc.stderr.strip() == "", proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= len(stages) + 15, proc.stdout[-3000:]
+    # a stage's line is report_stage's, the Beam engine's (a long list of removal reasons makes it long)
+    assert [s for s in lines if len(s) > 200 and " ran in " not in s] == []
+
+    def same(text: str, folder: Path) -> list[str]:  # but for the output folder, times and the stages' order
+        text = text.replace(str(folder), "OUT")
+        return sorted(re.sub(r" ran in +[\d.]+s ", " ran in ", s) for s in text.splitlines())
+
+    assert sum(" ran in " in s for s in lines) == len(stages)
+    assert same(proc.stdout, out) == same(beam.stdout, beam_out)
+    build_log = "".join(p.read_text() for p in (out / "_logs").glob("build-*.log"))
+    assert "Stats: All" in build_log  # datatrove's own records, from this process
+    tasks = list((out / "_datatrove").rglob("logs/task_*.log"))
+    assert tasks and all("Processing done" in p.read_text() for p in tasks)
+    # what each task would have printed, beside its log
+    assert all(p.with_suffix(".console").exists() for p in tasks)
 
 
 def test_rerun_skips_everything(small_mixture, datatrove_small):
@@ -217,6 +246,56 @@ def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_
             written += [json.loads(line)["id"] for line in f]
     kept = [d["id"] for part in sorted(stage_dir.glob("part-*.jsonl.zst")) for d in read_records(str(part))]
     assert written == kept and len(kept) > 10
+
+
+FAILING_TASK = """
+import sys
+from datatrove.pipeline.base import PipelineStep
+from datapipe.errors import DatapipeError, error_lines
+from pipelines.datatrove.engine import DatatroveOptions, Job, run_local
+from pipelines.datatrove.logs import datatrove_logs_to_logging
+
+class Fails(PipelineStep):
+    name = "fails"
+
+    def run(self, data=None, rank=0, world_size=1):
+        if rank == 1:
+            from datapipe.errors import DatapipeError  # a worker gets this class, not this script's globals
+
+            raise {error}("shard 1 cannot be read")
+        yield from ()
+
+with datatrove_logs_to_logging():
+    try:
+        run_local(Job("src/stage", "shards", [Fails()], 2, sys.argv[1]), DatatroveOptions(workers=2))
+    except DatapipeError as e:
+        print(error_lines(e), file=sys.stderr)
+        sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("error", ["DatapipeError", "ValueError"])
+def test_a_failing_task_is_one_line(tmp_path, error):
+    """A task that raises stops the build with one line (a DatapipeError's own, anything else naming the phase and
+    the task logs), not datatrove's tracebacks: those are in the task's log."""
+    logs = tmp_path / "logs"
+    proc = subprocess.run(
+        [sys.executable, "-c", FAILING_TASK.format(error=error), str(logs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr[-3000:]
+    (line,) = proc.stderr.splitlines()
+    if error == "DatapipeError":
+        assert line == "error: shard 1 cannot be read"
+    else:
+        assert line == (
+            "error: src/stage shards: a datatrove task failed (ValueError: shard 1 cannot be read); "
+            f"its traceback is in {logs}/logs/"
+        )
+    assert "Traceback" in (logs / "logs" / "task_00001.log").read_text()
 
 
 def test_bad_engine_flags_are_one_line_errors(small_mixture, tmp_path):

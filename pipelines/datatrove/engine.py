@@ -7,6 +7,9 @@ markers, manifest and caches are the ones the Beam engine writes, byte for byte;
 completion markers go to ``<output>/_datatrove/<source>/<stage dir>/<phase>/tasks-<T>/``, so a rerun after a kill
 skips the tasks datatrove marked complete and the shards datapipe committed.
 
+The console gets the Beam engine's lines (``report_stage``), nothing of datatrove's: its logs go to the build's log
+and the tasks' log folders (``pipelines/datatrove/logs.py``).
+
 Locally each executor runs in turn (``LocalPipelineExecutor``, ``--workers`` processes). On Slurm the executors form
 one chain of array jobs (each depends on the one before, ``afterok``); this process submits it and waits for the
 jobs, then writes the manifest like a local build.
@@ -14,6 +17,7 @@ jobs, then writes the manifest like a local build.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import shutil
@@ -34,6 +38,7 @@ from datapipe.stage import TwoPhaseStage, is_done, remove_temporaries
 
 EXECUTORS = ("local", "slurm")
 SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -133,9 +138,9 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
 
 
 def _local(job: Job, opts: DatatroveOptions):
-    from datatrove.executor import LocalPipelineExecutor
+    from pipelines.datatrove.logs import QuietLocalExecutor
 
-    return LocalPipelineExecutor(
+    return QuietLocalExecutor(
         pipeline=job.pipeline,
         tasks=job.tasks,
         workers=min(job.tasks, opts.workers or os.cpu_count() or 1),
@@ -214,28 +219,49 @@ class DatatroveEngine:
 def run_datatrove(
     mixture: MixtureConfig, plans: list[SourcePlan], opts: DatatroveOptions, report_stage: StageReport
 ) -> None:
-    """Bring every stage to ``_SUCCESS`` on datatrove; ``report_stage(sp, st, seconds)`` prints each one's line."""
+    """Bring every stage to ``_SUCCESS`` on datatrove; ``report_stage(sp, st, seconds)`` prints each one's line, the
+    Beam engine's, and nothing else reaches the console: datatrove's records go to the build's log
+    (``pipelines/datatrove/logs.py``), and a failed task is one line naming its log."""
+    from pipelines.datatrove.logs import datatrove_logs_to_logging
+
     todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
     if not todo:
         return
-    if opts.executor == "local":
+    with datatrove_logs_to_logging():
+        if opts.executor == "slurm":
+            _run_slurm(mixture, todo, opts, report_stage)
+            return
         for sp, st in todo:
             t0 = time.perf_counter()
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
             with WaveProgress(watched([(sp, st)]), lambda _i, _s: None):
                 for job in stage_jobs(mixture, sp, st, opts):
-                    _local(job, opts).run()
-                    print_peaks(sp, st, job)
+                    run_local(job, opts)
+                    log_peaks(sp, st, job)
             if not is_done(st.out_dir):
                 raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
             report_stage(sp, st, time.perf_counter() - t0)
-        return
-    _run_slurm(mixture, todo, opts, report_stage)
 
 
-def print_peaks(sp: SourcePlan, st: StagePlan, job: Job) -> None:
-    """One line per executor once its stage is done: its phase, tasks and largest task."""
-    print(f"  {sp.source.name:<18} {st.dirname:<18} {job.phase}: {task_peaks(job.logging_dir)}")
+def run_local(job: Job, opts: DatatroveOptions) -> None:
+    """One executor on ``LocalPipelineExecutor``. A task that fails stops the build with one line: a
+    :class:`DatapipeError` as it is, anything else with the phase and the folder of the task logs holding its
+    traceback (``logs/task_NNNNN.log``)."""
+    try:
+        _local(job, opts).run()
+    except DatapipeError:
+        raise
+    except Exception as e:
+        said = (str(e).strip().splitlines() or [""])[0]
+        raise DatapipeError(
+            f"{job.label} {job.phase}: a datatrove task failed ({type(e).__name__}: {said}); "
+            f"its traceback is in {fs.join(job.logging_dir, 'logs')}/"
+        ) from None
+
+
+def log_peaks(sp: SourcePlan, st: StagePlan, job: Job) -> None:
+    """One line per executor in the build's log once its stage is done: its phase, tasks and largest task."""
+    LOG.info("  %-18s %-18s %s: %s", sp.source.name, st.dirname, job.phase, task_peaks(job.logging_dir))
 
 
 def task_peaks(logging_dir: str) -> str:
@@ -291,7 +317,7 @@ def _wait_slurm(
                 reported.add(st.out_dir)
                 report_stage(sp, st, time.perf_counter() - t0)
                 for job in jobs[st.out_dir]:
-                    print_peaks(sp, st, job)
+                    log_peaks(sp, st, job)
         if len(reported) == len(todo):
             return
         queued = subprocess.run(
