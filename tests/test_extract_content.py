@@ -238,6 +238,88 @@ def test_a_section_title_ends_the_article_only_in_its_last_part():
     assert "Last" not in text and "MEIST" not in text and text.count(PARA.strip()) == 3
 
 
+def test_an_aside_beside_the_article_goes_though_it_holds_more_text():
+    """liberation.fr puts a live ticker (an ``<aside id="sidebar" role="complementary">`` of list items) inside the
+    main part beside a short article: it holds 77% of the text, but a part that says by its tag or role what it is
+    wraps the article only when it holds most of the paragraphs too (issue 40). A wrapper named only for a state
+    still stays."""
+    ticker = "".join(
+        f"<li>{i}:00 The live ticker's item number {i}, with what happened then.</li>" for i in range(40)
+    )
+    page = _page(
+        f'<div id="body-content" role="main"><h1>Title</h1><p>{PARA}</p><p>{PARA}Last</p>'
+        f'<aside class="mod" id="sidebar" role="complementary"><ul>{ticker}</ul></aside></div>'
+    )
+    text = main_content_text(page)
+    assert "Last" in text and "live ticker" not in text, text
+    state = _page(f'<div class="entry share"><p>{PARA}</p><p>{PARA}Kept</p></div><p>x</p>')
+    assert "Kept" in main_content_text(state)
+
+
+def test_a_line_the_template_repeats_goes_a_label_stays():
+    """CNN repeats a gallery's caption on every slide and "Video Ad Feedback" under every video: a paragraph or
+    heading of 15-99 characters found three times or more is the template's. A shorter label a record repeats
+    ("Goles" for every match of a results page) is read with the text after it."""
+    videos = "".join(
+        f"<h3>Story {i} of the playlist on the page</h3><p>Video Ad Feedback</p>" for i in range(4)
+    )
+    page = _page(f"<article><p>{PARA}</p><p>{PARA}Last</p>{videos}</article>")
+    a = analyze(page)
+    assert "Video Ad Feedback" not in a.text() and "Last" in a.text()
+    assert {w for b, w in zip(a.blocks, a.why, strict=True) if b.text == "Video Ad Feedback"} == {"repeated"}
+    labels = analyze(_page("".join(f"<p>{PARA}</p><p>Goles</p><p>{PARA}Match {i}</p>" for i in range(3))))
+    assert labels.text().count("Goles") == 3 and "repeated" not in labels.why
+
+
+def test_a_titled_box_of_links_inside_the_article_ends_nothing():
+    """A "Related articles" box in the last part of an article (a title, then a list of links) followed by more
+    of the article's paragraphs goes alone; the article is not ended there (issue 40: "no early end at a box
+    heading"). The same title with no article after its list still ends it."""
+    items = "".join(
+        f'<li><a href="/s{i}">Another story {i}</a>: what it is about, in brief.</li>' for i in range(3)
+    )
+    box = f"<h2>Related articles</h2><ul>{items}</ul>"
+    page = _page(f"<article>{f'<p>{PARA}</p>' * 6}{box}{f'<p>{PARA}</p>' * 3}<p>{PARA}Last</p></article>")
+    a = analyze(page)
+    assert "Last" in a.text() and "Related articles" not in a.text() and "Another story" not in a.text()
+    assert "box" in a.why
+    end = _page(f"<article>{f'<p>{PARA}</p>' * 6}{box}<p>{PARA}Footer text</p></article>")
+    assert "Footer text" not in main_content_text(end)
+
+
+def test_an_article_body_behind_a_paywall_name_is_read_the_box_is_not():
+    """Publishers wrap the rest of the article in ``<div class="paywall">`` (or ``subscriber-content``,
+    ``premium``): with paragraphs of prose in it, it is the article's text; the box that asks for a subscription
+    (a line and a link) still goes (issue 40)."""
+    body = f'<div class="article-body"><p>{PARA}</p><div class="paywall"><p>{PARA}</p><p>{PARA}Paid text</p></div>'
+    box = '<div class="subscriber-content"><p>Subscribe to read on.</p><p><a href="/sub">Subscribe now</a></p></div>'
+    text = main_content_text(_page(f"<article>{body}{box}</div></article>"))
+    assert "Paid text" in text and "Subscribe" not in text, text
+    premium = f'<div class="premium-article"><p>{PARA}</p><p>{PARA}</p><p>{PARA}Premium text</p></div>'
+    assert "Premium text" in main_content_text(_page(premium))
+
+
+@pytest.mark.parametrize(
+    "name,word",
+    [
+        ("spenden-box", "Spenden"),
+        ("noticias-relacionadas", "Relacionadas"),
+        ("articles-connexes", "Connexes"),
+        ("bildunterschrift", "Bildunterschrift"),
+        ("newsletter-infolettre", "Infolettre"),
+        ("donation-appeal", "Donate"),
+    ],
+)
+def test_in_article_boxes_are_named_in_several_languages(name, word):
+    """Donation, related, caption and newsletter boxes inside an article, by names in German, Spanish, French and
+    English (issue 40)."""
+    page = _page(
+        f'<article><p>{PARA}</p><div class="{name}"><p>{word}: {PARA}</p></div><p>{PARA}Last</p></article>'
+    )
+    text = main_content_text(page)
+    assert "Last" in text and f"{word}:" not in text, text
+
+
 def test_an_article_named_as_boilerplate_around_the_named_body_stays():
     """uebermedien.de names its <article> ``steady-paywall-container``: the body the page names inside it is
     read, though the comments below make it a small part of the <main>."""

@@ -19,17 +19,22 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    ``aria-hidden``, ``display:none``; inline ones too, such as CNN's hidden gallery captions) are not visited; a
    form holding :data:`WRAPPER_SHARE` of the page's text or more is visited (ASP.NET pages wrap the page in one).
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
-   (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie and
-   newsletter boxes, ads, author boxes, tag lists, pagination, ...), or whose tag or ARIA role says the same
+   (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie,
+   newsletter and donation boxes, ads, author boxes, captions and credits, tag lists, pagination, ...; the words
+   in English and, for the boxes found inside articles, in German, Spanish, French, Italian, Dutch and Polish),
+   or whose tag or ARIA role says the same
    (``nav``, ``aside``, ``footer``, ``role=navigation``, ...), drops its blocks. A name counts only when one of
    its word tokens (split at ``-``, ``_`` and camelCase; parts with digits are hashes and ignored) is in
    :data:`BOILERPLATE_TOKENS`, so ``canvas`` is no ``nav`` and ``commentary`` no ``comment``; a name that states a
    layout or state (``has-sidebar``, ``no-share``, a BEM ``--modifier``) names no part. A container that holds
    most of the page's or of the article's text, or holds the article or the body the page names, is never
-   dropped by name. A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
+   dropped by name; one that says by its tag or role what it is (an ``<aside>``, ``role=complementary``) must
+   hold most of the paragraphs too (a live ticker beside a short article holds more text, in list items). A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
    page); some sites name the article's own lead so, and it links nowhere. An ``<article>`` is dropped by name
    only when the name says what it is (a comment, a teaser card: :data:`ARTICLE_KINDS`), not when it says who
-   wrote it (Drupal's ``author-sarayut``); a paragraph named ``paywall`` is the text behind the paywall.
+   wrote it (Drupal's ``author-sarayut``). A part named for a paywall (``paywall``, ``subscriber``, ``premium``:
+   :data:`PAID_TOKENS`) goes unless it holds :data:`PAID_PROSE` characters of paragraphs, little of it links: then
+   it is the article behind the paywall, not the box asking for a subscription (a paragraph so named is text).
 3. **The content root**: when the page names its article body (``itemprop=articleBody``, ``article-body``,
    ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
    the most text (and its siblings of the same kind with a fair share of it, unless mostly links) is the root,
@@ -37,12 +42,15 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    before the root).
 4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices
    (the sign, or "all rights reserved" in ten languages and the Chinese, Japanese and Korean forms) go; a long
-   paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`).
+   paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`). A paragraph or heading of 15-99 characters
+   that the page has three times or more is its template's (a gallery's caption on every slide, "Video Ad
+   Feedback" under every video: :data:`REPEATED`).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
    the site (``Related articles``, ``Das könnte Sie auch interessieren``, ``Les plus lus``: :data:`TAIL_TITLES`)
-   ends it, as boilerpipe's terminating blocks do.
+   ends it, as boilerpipe's terminating blocks do; when it titles a box of links or list items after which the
+   article's paragraphs go on (:data:`BOX_RESUME` characters), only the box goes.
 7. **The title**: the headline, the first kept ``<h1>`` before any kept text, is the page's ``title``, not its
    text, as Trafilatura and the article-extraction benchmarks' ground truths keep it (:func:`headline`; without
    one, the ``<title>`` element's text is the title). ``extract: {title: prepend}`` puts it back on top.
@@ -60,6 +68,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.metadata import version
@@ -77,13 +86,16 @@ BOILERPLATE_GROUPS = {
     "page frame": "footer sidebar sidebars toolbar topbar popup login",
     "sharing": "share sharing shares sharebar shariff social socials sociallinks",
     "teasers": "related relatedposts relatedlinks relatedarticles relatedstories relatedcontent relatednews "
-    "recommended recommendations recirculation promo promos",
+    "recommended recommendations recirculation promo promos verwandte aehnliche relacionados relacionadas "
+    "connexes correlati gerelateerd powiazane",
     "ads": "advert adverts advertisement advertising ads adsense sponsor sponsored",
-    "consent and sign-up": "cookie cookies consent gdpr newsletter subscribe subscription signup paywall",
+    "consent and sign-up": "cookie cookies consent gdpr newsletter subscribe signup infolettre boletin",
+    "appeals": "donate donation donations donorbox spenden spende",
     "comments": "comment comments commentlist disqus respond rating ratings",
     "tags": "tags tagcloud taglist",
     "screen readers": "screenreader sronly",
-    "credits": "caption captions credit credits copyright author authors authorbox authorbio bio byline",
+    "credits": "caption captions credit credits copyright author authors authorbox authorbio bio byline "
+    "bildunterschrift legende fotocredit",
 }
 BOILERPLATE_TOKENS = frozenset(t for group in BOILERPLATE_GROUPS.values() for t in group.split())
 # Word tokens of a teaser: a card that shows a headline, a picture and a summary of another page. Some sites name
@@ -94,16 +106,19 @@ TEASER_TOKENS = frozenset({"teaser", "teasers"})
 # page's text: see :func:`is_discussion`.
 COMMENT_TOKENS = frozenset({"comment", "comments", "commentlist"})
 TEASER_TIER = 4  # the walk records a part named a teaser as a container of this tier (1-3 are content roots)
+# Word tokens of a part behind a paywall: the box that asks for a subscription, or the article's body that
+# subscribers read (``<div class="paywall">`` around the rest of the article). The walk records it as a container
+# of PAID_TIER; it goes unless it holds the article's prose (:func:`_paid_body`).
+PAID_TOKENS = frozenset(
+    {"paywall", "paywalled", "subscription", "subscriber", "subscribers", "premium", "metered"}
+)
+PAID_TIER = 5
 # What an <article> element can be that is not the page's article: a comment, a teaser card, a menu entry, an ad.
 # The vocabulary's other words name a part of an article or a state of it (``author-sarayut``, Drupal's class for
 # who wrote the node; ``docked-sharebar-container``), not what the element is.
 ARTICLE_KINDS = frozenset(
     " ".join(BOILERPLATE_GROUPS[g] for g in ("comments", "teasers", "navigation", "ads")).split()
 )
-# A paragraph named only this marks text behind a paywall, not the paywall's box: Condé Nast's sites (Wired, The
-# New Yorker, Ars Technica) name every paragraph after the first ``paywall``. A box is an element around text
-# (``<div class="signwall-inside_body-cont paywall">``), and it stays boilerplate.
-PAID_TEXT = ["paywall"]
 LAYOUT_NAMES = frozenset(
     {"main", "content", "page", "wrapper", "container", "site", "Main", "Content", "Page"}
 )
@@ -308,7 +323,12 @@ LINK_DENSITY = 0.35  # link text / text above which a block goes
 # a paragraph this long is prose, whose writer linked many of its words, below this link share: menus and teaser
 # lists are many short links, not one long run of text
 PROSE_CHARS, PROSE_LINK_DENSITY = 200, 0.6
+PAID_PROSE = 400  # a part named for a paywall with this much paragraph text holds the article behind it
 SHORT_CHARS = 50  # a block shorter than this is judged by its neighbours
+# a paragraph or heading under REPEATED_CHARS that the page has REPEATED times or more is its template's (a
+# gallery's caption on every slide, "Video Ad Feedback" under every video), not the article's; a shorter one is a
+# label a record repeats ("Goals", "Lineups" for every match of a results page), read with the text after it
+REPEATED, REPEATED_MIN_CHARS, REPEATED_CHARS = 3, 15, 100
 NOTICE_CHARS = 200  # a block this short with a copyright sign or "all rights reserved" is a notice
 HEADING_REACH = 3  # how many blocks after a heading are searched for its text
 LONG_HEADING = 100  # a heading this long is text set large, and stays without text after it
@@ -334,6 +354,8 @@ TAIL_TITLES = {
 _TAIL_TITLE = re.compile(r"(?:" + "|".join(TAIL_TITLES.values()) + r")[\s:.!?…»>-]*", re.IGNORECASE)
 TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
 TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
+BOX_RESUME = 600  # paragraph characters after a titled box of links that say the article goes on past it
+BOX_PARAGRAPH = 100  # ... counted in paragraphs of this many characters or more
 # a page keeping less prose (paragraphs of DISCUSSION_PARAGRAPH+ characters) than this may be a discussion, when
 # parts named for comments hold this much text
 DISCUSSION_PROSE, DISCUSSION_CHARS, DISCUSSION_PARAGRAPH = 200, 500, 100
@@ -421,6 +443,22 @@ HINTS = [
     "story",
     "post",
     "teaser",
+    "premium",
+    "metered",
+    "donat",
+    "donor",
+    "spende",
+    "infolettre",
+    "boletin",
+    "verwandt",
+    "aehnlich",
+    "relacion",
+    "connexe",
+    "correlat",
+    "gerelateerd",
+    "powiazan",
+    "legende",
+    "bildunter",
 ]
 
 
@@ -463,7 +501,9 @@ def classify_one(name: str) -> int:
         return -1 if not BOILERPLATE_TOKENS.isdisjoint(toks[end:]) else 1
     if not BOILERPLATE_TOKENS.isdisjoint(toks):
         return -1
-    return TEASER_TIER if not TEASER_TOKENS.isdisjoint(toks) else 0
+    if not TEASER_TOKENS.isdisjoint(toks):
+        return TEASER_TIER
+    return PAID_TIER if not PAID_TOKENS.isdisjoint(toks) else 0
 
 
 @functools.lru_cache(maxsize=65536)
@@ -487,7 +527,7 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
     names = key.decode("utf-8", "surrogatepass")
     if not _HINT.search(names.lower()):
         return False, 0
-    boiler = teaser = False
+    boiler = teaser = paid = False
     for name in names.split():
         verdict = classify_one(name)
         if verdict == 1:
@@ -496,14 +536,10 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
             return False, 0
         boiler = boiler or verdict < 0
         teaser = teaser or verdict == TEASER_TIER
-    return boiler, TEASER_TIER if teaser and not boiler else 0
-
-
-@functools.lru_cache(maxsize=1024)
-def paid_text(names: str) -> bool:
-    """Whether a paragraph's class-and-id value names boilerplate only by :data:`PAID_TEXT`: it is text behind a
-    paywall (the walk asks only of a ``<p>`` that :func:`classify_name` judged boilerplate)."""
-    return all(classify_one(name) >= 0 or name_tokens(name) == PAID_TEXT for name in names.split())
+        paid = paid or verdict == PAID_TIER
+    if boiler:
+        return True, 0
+    return False, TEASER_TIER if teaser else PAID_TIER if paid else 0
 
 
 @functools.lru_cache(maxsize=4096)
@@ -532,7 +568,6 @@ def forget_names() -> None:
         classify_one,
         classify_discussion,
         _comments_only,
-        paid_text,
     ):
         cached.cache_clear()
 
@@ -650,6 +685,24 @@ def _is_notice(text: str) -> bool:
     return any(mark in low for mark in _NOTICE_MARKS) and bool(_NOTICE.search(text))
 
 
+def _paid_body(c: Container, prose: int) -> bool:
+    """Whether a part named for a paywall holds the article's text behind it, not the box that asks for a
+    subscription: :data:`PAID_PROSE` characters of paragraphs or more, little of its text links. (A paragraph
+    named so is always text: Condé Nast's sites name every paragraph after the first ``paywall``.)"""
+    return prose >= PAID_PROSE and c.link_chars <= LINK_DENSITY * c.chars
+
+
+def _holds_most(c: Container, prose: int, outer_chars: int, outer_prose: int) -> bool:
+    """Whether a part named as boilerplate holds most of an outer part's text (``prose``: its paragraphs'
+    characters), so that it wraps the article and is not dropped. A part that says by its tag or ARIA role what it
+    is (an ``<aside>``, ``role=complementary``) must hold most of the paragraphs too: a live ticker or a list of
+    headlines beside a short article has more text than the article, in list items and links."""
+    if c.chars < KEEP_SHARE * outer_chars:
+        return False
+    stated = c.tag in BOILERPLATE_TAGS or bool(c.attrs and c.attrs.get("role") in BOILERPLATE_ROLES)
+    return not stated or prose >= KEEP_SHARE * outer_prose
+
+
 def links_away(blocks: list[Block]) -> bool:
     """Whether a heading among the blocks is a link: a teaser's headline leads to its article, an article's
     own subheadings lead nowhere."""
@@ -665,9 +718,11 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     why = [""] * n
     upto = [0] * (n + 1)  # upto[i]: characters in the blocks before block i
     links = [0] * (n + 1)  # links[i]: of them, those in links
+    prose = [0] * (n + 1)  # prose[i]: of them, those in paragraphs
     for i, b in enumerate(blocks):
         upto[i + 1] = upto[i] + b.chars
         links[i + 1] = links[i] + b.link_chars
+        prose[i + 1] = prose[i] + (b.chars if b.kind == "p" else 0)
     for c in containers:
         if not c.skipped:
             c.chars = upto[c.end] - upto[c.start]
@@ -684,11 +739,18 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             label = "name:"
         elif c.tier == TEASER_TIER and links_away(blocks[c.start : c.end]):
             label = "teaser:"
+        elif c.tier == PAID_TIER and c.tag != "p" and not _paid_body(c, prose[c.end] - prose[c.start]):
+            label = "paywall:"
         else:
             continue
+        mine = prose[c.end] - prose[c.start]
         if (
-            c.chars >= KEEP_SHARE * total
-            or any(_inside(r, c) or (_inside(c, r) and c.chars >= KEEP_SHARE * r.chars) for r in roots)
+            _holds_most(c, mine, total, prose[n])
+            or any(
+                _inside(r, c)
+                or (_inside(c, r) and _holds_most(c, mine, r.chars, prose[r.end] - prose[r.start]))
+                for r in roots
+            )
             or any(_inside(r, c) for r in cores)
         ):
             continue  # a wrapper named for a state (``<div class="entry share">``) around the article
@@ -706,12 +768,20 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
         for i in range(n):
             if not inside[i] and not why[i]:
                 why[i] = "outside-root"
-    # 4. link-heavy blocks, and copyright notices
+    # 4. link-heavy blocks, and copyright notices; and a line the page's template repeats
+    seen = Counter(b.text for b in blocks if b.kind == "p" or b.kind in HEADINGS)
     for i, b in enumerate(blocks):
         if why[i]:
             continue
-        prose = b.kind == "p" and b.chars >= PROSE_CHARS
-        if b.link_chars > (PROSE_LINK_DENSITY if prose else LINK_DENSITY) * b.chars:
+        if (
+            (b.kind == "p" or b.kind in HEADINGS)
+            and seen[b.text] >= REPEATED
+            and REPEATED_MIN_CHARS <= b.chars < REPEATED_CHARS
+        ):
+            why[i] = "repeated"
+            continue
+        long_prose = b.kind == "p" and b.chars >= PROSE_CHARS
+        if b.link_chars > (PROSE_LINK_DENSITY if long_prose else LINK_DENSITY) * b.chars:
             why[i] = "links"
         elif b.chars < NOTICE_CHARS and _is_notice(b.text):
             why[i] = "notice"
@@ -755,18 +825,55 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
         if j >= n or why[j] or (blocks[j].kind in HEADINGS and HEADINGS[blocks[j].kind] <= level):
             why[i] = "heading"
     # 6. the end of the article: a section title that announces other pages of the site, in the last part of
-    # the kept text, ends it (the list it titles follows)
+    # the kept text, ends it (the list it titles follows); one that the article's prose follows again titles a
+    # box inside the article, which goes alone
     kept = 0
     tail = TAIL_SHARE * sum(b.chars for b, w in zip(blocks, why, strict=True) if not w)
-    for i, b in enumerate(blocks):
-        if why[i]:
-            continue
-        if kept >= tail and b.chars <= TAIL_TITLE_CHARS and _TAIL_TITLE.fullmatch(b.text):
-            for j in range(i, n):
-                why[j] = why[j] or "tail"
-            break
-        kept += b.chars
+    i = 0
+    while i < n:
+        b = blocks[i]
+        if not why[i] and b.chars <= TAIL_TITLE_CHARS and _TAIL_TITLE.fullmatch(b.text):
+            resume = _prose_after(blocks, why, i)
+            if resume < n:
+                for j in range(i, resume):
+                    why[j] = why[j] or "box"
+                i = resume
+                continue
+            if kept >= tail:
+                for j in range(i, n):
+                    why[j] = why[j] or "tail"
+                break
+        if not why[i]:
+            kept += b.chars
+        i += 1
     return why
+
+
+def _prose_after(blocks: list[Block], why: list[str], i: int) -> int:
+    """Where the article goes on after a box titled at block ``i`` (``len(blocks)`` when it does not): the first
+    kept paragraph (:data:`BOX_PARAGRAPH` characters or more, little of it links) after a box of links or list items,
+    with at least :data:`BOX_RESUME` characters of such paragraphs from there on. A title followed by a teaser's
+    summary, or by the page's last paragraphs, ends the article as before."""
+    n = len(blocks)
+    for j in range(i + 1, n):
+        b = blocks[j]
+        if (
+            not why[j]
+            and b.kind == "p"
+            and b.chars >= BOX_PARAGRAPH
+            and b.link_chars <= LINK_DENSITY * b.chars
+        ):
+            box = range(i + 1, j)
+            listed = sum(why[k] == "links" or blocks[k].kind == "li" for k in box)
+            if not box or 2 * listed < len(box):
+                return n
+            more = sum(
+                c.chars
+                for c, w in zip(blocks[j:], why[j:], strict=True)
+                if not w and c.kind == "p" and c.chars >= BOX_PARAGRAPH
+            )
+            return j if more >= BOX_RESUME else n
+    return n
 
 
 def render(blocks: list[Block], why: list[str], markdown: bool = False) -> str:
@@ -886,7 +993,6 @@ class WalkRules:
     kinds: tuple[str | None, ...]
     roles: frozenset[str]
     classify: Callable[[str], tuple[bool, int]]
-    paid_text: Callable[[str], bool]
     make_block: Callable[[str, str, int], Block | None]
     container: type[Container]
     hidden_style: Callable[[str], object]
@@ -936,7 +1042,6 @@ def _compiled() -> tuple[ModuleType, WalkRules]:
         tuple(kinds),
         BOILERPLATE_ROLES,
         classify_name,
-        paid_text,
         make_block,
         Container,
         _HIDDEN_STYLE.search,

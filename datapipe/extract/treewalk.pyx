@@ -225,7 +225,7 @@ cdef class Walk:
     cdef size_t ntags
     cdef tuple names, kinds
     cdef object rules
-    cdef object classify, paid_text, make_block, container, hidden_style, roles
+    cdef object classify, make_block, container, hidden_style, roles
     cdef double skip_share, wrapper_share
     cdef Py_ssize_t root_min_chars
     cdef public list blocks, containers
@@ -243,7 +243,6 @@ cdef class Walk:
         self.names = rules.names
         self.kinds = rules.kinds
         self.classify = rules.classify
-        self.paid_text = rules.paid_text
         self.make_block = rules.make_block
         self.container = rules.container
         self.hidden_style = rules.hidden_style
@@ -423,8 +422,6 @@ cdef class Walk:
                 verdict = self.classify(name)
                 boiler = verdict[0]
                 tier = verdict[1]
-                if boiler and tag == "p" and self.paid_text(name):
-                    boiler = False
             if role_value:
                 boiler = boiler or role_value in self.roles
                 if not tier and role_value == "main":
