@@ -66,9 +66,8 @@ def build(headers: Path, release: str) -> Path:
     dist = Distribution({"ext_modules": cythonize([ext], quiet=True, language_level=3)})
     cmd = dist.get_command_obj("build_ext")
     cmd.inplace = True
-    cmd.force = (
-        True  # never link an object file left by another build (of another checkout) in the shared temp
-    )
+    # never link an object file that another build (of another checkout) left in the shared temporary folder
+    cmd.force = True
     cmd.build_temp = str(headers.parent / "tmp")
     cmd.build_lib = str(headers.parent / "lib")
     dist.package_dir = {"datapipe": str(HERE.parent)}
