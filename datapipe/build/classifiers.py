@@ -14,7 +14,7 @@ from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.config.recipe import load_recipe
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.quality.model import check_model
+from datapipe.quality.scorers import check_scorer
 from datapipe.quality.train import model_url, recipe_hash, train
 
 
@@ -83,7 +83,7 @@ def resolve_models(
                 ref = dataclasses.replace(
                     ref, identity=f"size:{fs.size(ref.model) if fs.exists(ref.model) else 0}"
                 )
-            check_model(ref.model)
+            check_scorer(ref.model, ref.positive_label)
             refs.append(ref)
         out.append(dataclasses.replace(src, quality=dataclasses.replace(q, classifiers=tuple(refs))))
     return tuple(out)

@@ -49,6 +49,13 @@ class Recipe:
     hyperparameters: tuple[tuple[str, Any], ...] = ()
     validation: float = 0.1
     quantize: bool = False
+    # what to train: () is fastText; (("kind", "embedding"), ("embeddings", SOURCE), ("l2", X)) a linear head on
+    # static embeddings (datapipe.quality.embedding)
+    scorer: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return str(dict(self.scorer).get("kind", "fasttext"))
 
     def config(self) -> dict[str, Any]:
         """What the model depends on (hashed with the input files' names and sizes). Paths are taken relative to the
@@ -56,11 +63,25 @@ class Recipe:
         d = asdict(self)
         root = fs.local_path(d.pop("data_root")).rstrip("/") + "/"
         d.pop("file")
+        if not self.scorer:  # a field added later: fastText recipes keep their hashes
+            d.pop("scorer")
+        else:
+            d["scorer"] = dict(self.scorer)
         for side in ("positive", "negative"):
             for src, given in zip(d[side], getattr(self, side), strict=True):
                 src["paths"] = [p[len(root) :] if p.startswith(root) else p for p in src["paths"]]
                 src["extract"] = given.extract.to_dict()  # as the extract stage hashes it
         return d
+
+
+def _scorer(doc: dict[str, Any] | None, here: str) -> tuple[tuple[str, Any], ...]:
+    """The recipe's ``scorer:`` with its defaults filled in; () for fastText (the default)."""
+    if not doc or doc.get("kind", "fasttext") == "fasttext":
+        return ()
+    embeddings = doc.get("embeddings", "builtin:wordllama")
+    if not embeddings.startswith("builtin:") and not fs.has_protocol(embeddings):
+        embeddings = fs.resolve(embeddings, here)
+    return (("embeddings", embeddings), ("kind", "embedding"), ("l2", float(doc.get("l2", 1e-3))))
 
 
 def find_recipe(name_or_path: str) -> Path:
@@ -116,6 +137,7 @@ def load_recipe(name_or_path: str) -> Recipe:
         hyperparameters=tuple(sorted({**DCLM_HYPERPARAMETERS, **doc.get("fasttext", {})}.items())),
         validation=doc.get("validation", 0.1),
         quantize=doc.get("quantize", False),
+        scorer=_scorer(doc.get("scorer"), here),
     )
     if recipe.model_url is None and not (recipe.positive and recipe.negative):
         raise ConfigError(file, "positive", "a recipe without model_url needs positive and negative sources")

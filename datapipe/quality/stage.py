@@ -1,4 +1,5 @@
-"""The ``quality`` stage: score every document with one or more fastText classifiers, then select.
+"""The ``quality`` stage: score every document with one or more scorers (fastText classifiers, embedding scorers:
+:mod:`datapipe.quality.scorers`), then select.
 
 Scores go to ``metadata.quality.<classifier>`` (probability of the positive label). Selection keeps documents whose
 score is at or above an absolute ``threshold`` (DCLM's published 0.018112 as the ``dclm`` preset), or the top
@@ -18,7 +19,7 @@ import xxhash
 from datapipe.config.stages import QualityConfig
 from datapipe.evidence import Removal
 from datapipe.io.shards import Shard
-from datapipe.quality.model import QualityModel
+from datapipe.quality.scorers import Scorer, load_scorer
 from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
@@ -38,7 +39,7 @@ class QualityStage(TwoPhaseStage):
     input_dir: str
     out_dir: str
     name: str = "quality"
-    _models: dict[str, QualityModel] | None = field(default=None, repr=False)
+    _models: dict[str, Scorer] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:  # models load in setup(), once per worker
         return {**self.__dict__, "_models": None}
@@ -50,7 +51,7 @@ class QualityStage(TwoPhaseStage):
     def setup(self) -> None:
         if self._models is None:
             self._models = {
-                c.name: QualityModel(c.model, c.positive_label, c.lowercase) for c in self.config.classifiers
+                c.name: load_scorer(c.model, c.positive_label, c.lowercase) for c in self.config.classifiers
             }
 
     def _batches(self, shard: Shard):
