@@ -24,6 +24,7 @@ from datapipe.config.stages import (
     ClassifierRef,
     DeconConfig,
     DedupConfig,
+    EnsembleConfig,
     EvalSet,
     ExtractConfig,
     FilterConfig,
@@ -229,19 +230,45 @@ def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Quality
                 sha256=c.get("sha256"),
             )
         )
+    names = [r.name for r in refs]
+    ensemble = _ensemble(doc.get("ensemble"), names, file, f"sources.{source}.quality.ensemble")
     sel = doc.get("select")
     if sel is None:
-        return QualityConfig(tuple(refs))
+        return QualityConfig(tuple(refs), ensemble=ensemble)
     where = f"sources.{source}.quality.select"
-    if sel["classifier"] not in [r.name for r in refs]:
+    if sel["classifier"] == "ensemble":
+        if ensemble is None or "min_bucket" not in sel or len(sel) != 2:
+            raise ConfigError(
+                file,
+                where,
+                "select an ensemble with {classifier: ensemble, min_bucket: B} and an ensemble: block",
+            )
+        if not 0 <= sel["min_bucket"] <= ensemble.buckets - 1:
+            raise ConfigError(file, f"{where}.min_bucket", f"a bucket from 0 to {ensemble.buckets - 1}")
+        return QualityConfig(tuple(refs), "ensemble", ensemble=ensemble, min_bucket=float(sel["min_bucket"]))
+    if sel["classifier"] not in names:
         raise ConfigError(
             file, f"{where}.classifier", f"no classifier named {sel['classifier']!r} in this source"
         )
     chosen = [k for k in ("threshold", "keep_fraction", "preset") if k in sel]
-    if len(chosen) != 1:
+    if len(chosen) != 1 or "min_bucket" in sel:
         raise ConfigError(file, where, "give exactly one of threshold, keep_fraction, preset")
     threshold = DCLM_THRESHOLD if sel.get("preset") == "dclm" else sel.get("threshold")
-    return QualityConfig(tuple(refs), sel["classifier"], threshold, sel.get("keep_fraction"))
+    return QualityConfig(tuple(refs), sel["classifier"], threshold, sel.get("keep_fraction"), ensemble)
+
+
+def _ensemble(doc: dict | None, names: list[str], file: str, where: str) -> EnsembleConfig | None:
+    if doc is None:
+        return None
+    weights = doc.get("weights", {})
+    unknown = sorted(set(weights) - set(names))
+    if unknown:
+        raise ConfigError(file, f"{where}.weights", f"no classifier named {unknown[0]!r} in this source")
+    return EnsembleConfig(
+        buckets=int(doc.get("buckets", 10)),
+        combine=doc.get("combine", "mean"),
+        weights=tuple((n, float(weights.get(n, 1.0))) for n in names),
+    )
 
 
 def load_mixture(

@@ -208,11 +208,22 @@ class ClassifierRef:
 
 
 @dataclass(frozen=True)
+class EnsembleConfig:
+    """Each scorer's score as a percentile bucket of its scores over the input, combined (datapipe.quality.ensemble)."""
+
+    buckets: int = 10
+    combine: str = "mean"  # or "max"
+    weights: tuple[tuple[str, float], ...] = ()  # every scorer's weight (1 each unless given)
+
+
+@dataclass(frozen=True)
 class QualityConfig:
     classifiers: tuple[ClassifierRef, ...]
-    select_classifier: str | None = None
+    select_classifier: str | None = None  # a scorer's name, or "ensemble"
     threshold: float | None = None
     keep_fraction: float | None = None
+    ensemble: EnsembleConfig | None = None
+    min_bucket: float | None = None  # select: keep the documents whose ensemble bucket is at least this
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -234,7 +245,20 @@ class QualityConfig:
                 # the cut-off became an exact quantile (it was Beam's approximate one): a kept fraction's output
                 # changed, so its hash does; a selection without keep_fraction hashes as before
                 **({"quantile": "exact"} if self.keep_fraction is not None else {}),
+                **({"min_bucket": self.min_bucket} if self.min_bucket is not None else {}),
             },
+            # added later: a config without an ensemble hashes as before
+            **(
+                {
+                    "ensemble": {
+                        "buckets": self.ensemble.buckets,
+                        "combine": self.ensemble.combine,
+                        "weights": dict(self.ensemble.weights),
+                    }
+                }
+                if self.ensemble is not None
+                else {}
+            ),
         }
 
 

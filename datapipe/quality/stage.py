@@ -14,11 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import xxhash
 
 from datapipe.config.stages import QualityConfig
 from datapipe.evidence import Removal
 from datapipe.io.shards import Shard
+from datapipe.quality.cutoff import cutoff_report, keys_array
+from datapipe.quality.ensemble import ENSEMBLE, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.scorers import Scorer, load_scorer
 from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
@@ -46,7 +49,32 @@ class QualityStage(TwoPhaseStage):
 
     @property
     def needs_global(self) -> bool:  # type: ignore[override]
-        return self.config.keep_fraction is not None
+        return self.config.keep_fraction is not None or self.config.ensemble is not None
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.config.classifiers]
+
+    def selection_array(self, shard: Shard) -> np.ndarray:
+        """What the global phase gathers of one shard: every scorer's scores for an ensemble (its buckets'
+        boundaries), else the selected scorer's (score, tie-break) keys for ``keep_fraction``'s cut-off."""
+        if self.config.ensemble is None:
+            return keys_array(self.selection_keys(shard))
+        self.setup()
+        assert self._models is not None
+        parts = []
+        for batch in self._batches(shard):
+            texts = [d["text"] for d in batch]
+            scores = {n: [round(float(s), 8) for s in self._models[n].scores(texts)] for n in self.names}
+            parts.append(scores_array(self.names, scores))
+        return np.concatenate(parts) if parts else scores_array(self.names, {n: [] for n in self.names})
+
+    def selection_report(self, parts: list[np.ndarray]) -> dict[str, Any]:
+        """``global.json`` from every shard's :meth:`selection_array` (a pure function of them)."""
+        if self.config.ensemble is not None:
+            return ensemble_report(parts, self.names, self.config.ensemble.buckets)
+        assert self.config.keep_fraction is not None
+        return cutoff_report(parts, self.config.keep_fraction)
 
     def setup(self) -> None:
         if self._models is None:
@@ -79,6 +107,8 @@ class QualityStage(TwoPhaseStage):
         return out
 
     def _cutoff(self) -> tuple[float, int] | None:
+        if self.config.ensemble is not None:
+            return None
         if self.config.keep_fraction is not None:
             c = self.read_global_report()["cutoff"]
             return None if c is None else (c[0], c[1])  # None: the input had no document
@@ -88,6 +118,7 @@ class QualityStage(TwoPhaseStage):
 
     def begin_shard(self, shard: Shard) -> None:
         self._cut = self._cutoff()
+        self._bounds = self.read_global_report()["boundaries"] if self.config.ensemble is not None else None
 
     def documents(self, shard: Shard):
         """Documents with ``metadata.quality`` filled in, scored a batch at a time."""
@@ -106,6 +137,8 @@ class QualityStage(TwoPhaseStage):
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
         for name, score in doc["metadata"]["quality"].items():
             stats.observe(f"quality/{name}", score, "unit")
+        if self._bounds is not None:
+            return self._keep_bucket(doc, stats)
         if self._cut is None:
             return True
         score = doc["metadata"]["quality"][self.config.select_classifier]
@@ -124,8 +157,33 @@ class QualityStage(TwoPhaseStage):
             return False
         return True
 
+    def _keep_bucket(self, doc: dict[str, Any], stats: StageStats) -> bool:
+        """An ensemble: each scorer's bucket and their combination into ``metadata.quality_buckets`` (the evidence),
+        then the selection by bucket."""
+        ensemble = self.config.ensemble
+        assert ensemble is not None and self._bounds is not None
+        scores = doc["metadata"]["quality"]
+        buckets: dict[str, float] = {n: bucket_of(scores[n], self._bounds[n]) for n in self.names}
+        combined = combine(buckets, dict(ensemble.weights), ensemble.combine)  # type: ignore[arg-type]
+        doc["metadata"]["quality_buckets"] = {**buckets, ENSEMBLE: combined}
+        stats.observe("quality/ensemble_bucket", combined / max(1, ensemble.buckets - 1), "unit")
+        if self.config.min_bucket is not None and combined < self.config.min_bucket:
+            note = ", ".join(f"{n} {int(b)}" for n, b in buckets.items())
+            stats.remove(
+                Removal(
+                    "quality/below_bucket",
+                    "quality/ensemble",
+                    combined,
+                    "<",
+                    self.config.min_bucket,
+                    note=note,
+                )
+            )
+            return False
+        return True
+
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         extra = super().finalize(shards, stats)
-        if self.config.keep_fraction is not None:
+        if self.needs_global:
             extra["quality"] = self.read_global_report()
         return extra

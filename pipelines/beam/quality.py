@@ -1,9 +1,10 @@
-"""The global phase of the quality stage when it keeps a fraction, as a composite transform:
+"""The global phase of the quality stage (a kept fraction's cut-off, an ensemble's bucket boundaries), as a composite
+transform:
 
-    shards | selection keys per shard (one array each) | CombineGlobally(gather) | cutoff_report -> global.json
+    shards | the stage's selection array per shard | CombineGlobally(gather) | the stage's report -> global.json
 
-It only moves data: the cut-off is :func:`datapipe.quality.cutoff.cutoff_report`, which the datatrove engine calls
-too. It runs inside the build's pipeline, between the quality stage's input and its shard phase.
+It only moves data: the arrays and the report are the stage's (``QualityStage.selection_array`` and
+``selection_report``), which the datatrove engine calls too. It runs inside the build's pipeline, between the quality stage's input and its shard phase.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from datapipe.quality.cutoff import cutoff_report, keys_array
 from datapipe.quality.stage import QualityStage
 from pipelines.beam.quiet import beam
 
@@ -39,11 +39,9 @@ class WriteCutoff(beam.DoFn):
         self.stage = stage
 
     def process(self, parts: list[np.ndarray]):
-        fraction = self.stage.config.keep_fraction
-        assert fraction is not None
-        report: dict[str, Any] = cutoff_report(parts, fraction)
+        report: dict[str, Any] = self.stage.selection_report(parts)
         self.stage.write_global_report(report)
-        yield report["cutoff"]
+        yield report["documents"]
 
 
 class QualityCutoff(beam.PTransform):
@@ -58,7 +56,7 @@ class QualityCutoff(beam.PTransform):
         return (
             shards
             | "Spread" >> beam.Reshuffle()
-            | "Keys" >> beam.Map(lambda shard: keys_array(stage.selection_keys(shard)))
+            | "Keys" >> beam.Map(stage.selection_array)
             | "Gather" >> beam.CombineGlobally(GatherArrays())
             | "Cutoff" >> beam.ParDo(WriteCutoff(stage))
         )

@@ -31,7 +31,6 @@ from datapipe.dedup import spill
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
-from datapipe.quality.cutoff import KEY, cutoff_report, keys_array
 from datapipe.stage import DocumentStage, Stage, finish_stage, run_shard
 from datapipe.stats import StageStats
 
@@ -188,7 +187,7 @@ class QualityKeys(_ShardStep):
     """Per shard: ``(score, tie-break)`` of every document, for the cut-off."""
 
     def shard(self, shard: Shard) -> None:
-        keys = keys_array(self.stage.selection_keys(shard))
+        keys = self.stage.selection_array(shard)
         self.stat_update("documents", value=len(keys))
         _save(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"), keys=keys)
 
@@ -200,8 +199,7 @@ class QualityCutoff(_Step):
         if data:
             yield from data
         parts = [
-            _load(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"))["keys"].astype(KEY)
-            for shard in self.shards
+            _load(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"))["keys"] for shard in self.shards
         ]
-        self.stage.write_global_report(cutoff_report(parts, self.stage.config.keep_fraction))
+        self.stage.write_global_report(self.stage.selection_report(parts))
         self.count_peak()

@@ -1,0 +1,111 @@
+"""Ensembles of quality scorers (issue 41 item 3): per-scorer percentile buckets from the whole input's scores,
+combined by weighted mean or max, selected by bucket, the same bytes on both engines, each document's buckets its
+evidence."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from datapipe.config.mixture import load_mixture
+from datapipe.config.recipe import load_recipe
+from datapipe.decisions import read_removed
+from datapipe.errors import ConfigError
+from datapipe.io.jsonl import read_records
+from datapipe.quality.ensemble import boundaries, bucket_of, combine, ensemble_report, scores_array
+from datapipe.quality.train import train
+from tests.conftest import CORPORA, run_build, tree_digest, write_mixture
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=300), st.integers(2, 20))
+def test_buckets_split_the_scores_into_near_equal_parts(values, buckets):
+    """Every score falls in one bucket 0..B-1; the boundaries are exact quantiles of the scores, so a bucket holds
+    about n/B of them (ties aside); the report does not depend on how the scores are split into shards."""
+    arr = np.array(values)
+    bounds = boundaries(arr, buckets)
+    assert len(bounds) == buckets - 1 and bounds == sorted(bounds)
+    got = [bucket_of(v, bounds) for v in values]
+    assert all(0 <= b <= buckets - 1 for b in got)
+    assert bucket_of(min(values), bounds) == min(got) and bucket_of(max(values), bounds) == max(got)
+    parts = [scores_array(["a"], {"a": values[:k]}) for k in (len(values) // 2,)] + [
+        scores_array(["a"], {"a": values[len(values) // 2 :]})
+    ]
+    whole = ensemble_report([scores_array(["a"], {"a": values})], ["a"], buckets)
+    assert ensemble_report(parts, ["a"], buckets) == whole
+
+
+def test_buckets_combine_by_weighted_mean_or_max():
+    assert combine({"a": 9, "b": 3}, {"a": 1.0, "b": 1.0}, "mean") == 6.0
+    assert combine({"a": 9, "b": 3}, {"a": 3.0, "b": 1.0}, "mean") == 7.5
+    assert combine({"a": 9, "b": 3}, {"a": 1.0, "b": 1.0}, "max") == 9.0
+    assert bucket_of(0.5, [0.2, 0.5, 0.7]) == 2 and bucket_of(0.1, [0.2, 0.5, 0.7]) == 0
+    assert bucket_of(0.9, [0.2, 0.5, 0.7]) == 3 and boundaries(np.zeros(0), 4) == []
+
+
+@pytest.fixture(scope="module")
+def scorers(tmp_path_factory):
+    out = tmp_path_factory.mktemp("classifiers")
+    fasttext = train(load_recipe("fixture_quality"), str(out))
+    embedding = train(load_recipe("fixture_quality_embedding"), str(out))
+    return fasttext.model_url, embedding.model_url
+
+
+MIX = """\
+name: qx
+data_root: {root}
+tokenizer: {{path: builtin:gpt2}}
+sources:
+  prose:
+    weight: 1
+    format: jsonl
+    paths: [prose/pydoc-howto-*.jsonl.gz, prose/pydoc-faq-*.jsonl, fortunes/*.jsonl.zst]
+    quality:
+      classifiers: [{{name: ft, model: "{ft}"}}, {{name: emb, model: "{emb}"}}]
+      ensemble: {{buckets: 10, combine: mean, weights: {{ft: 2}}}}
+      select: {{classifier: ensemble, min_bucket: 4}}
+"""
+
+
+def test_an_ensemble_selects_by_bucket_the_same_on_both_engines(scorers, tmp_path):
+    ft, emb = scorers
+    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, ft=ft, emb=emb), "qx.yaml")
+    outs = {}
+    for engine in ("beam", "datatrove"):
+        out = tmp_path / engine
+        proc = run_build("--mixture", str(mix), "--output", str(out), "--engine", engine)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs[engine] = {
+            k: v
+            for k, v in tree_digest(out).items()
+            if not k.startswith("_datatrove/") and "experiment" not in k
+        }
+    assert outs["beam"] == outs["datatrove"]
+    (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
+    doc = json.loads((stage / "stage.json").read_text())
+    report = doc["quality"]
+    assert report["buckets"] == 10 and sorted(report["boundaries"]) == ["emb", "ft"]
+    kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
+    for d in kept:  # each document's evidence: its scores, each scorer's bucket and the weighted mean
+        q, b = d["metadata"]["quality"], d["metadata"]["quality_buckets"]
+        assert b["ft"] == bucket_of(q["ft"], report["boundaries"]["ft"])
+        assert b["emb"] == bucket_of(q["emb"], report["boundaries"]["emb"])
+        assert b["ensemble"] == round((2 * b["ft"] + b["emb"]) / 3, 4) >= 4
+    removed = read_removed(str(stage)).to_pylist()
+    assert removed and all(r["reason"] == "quality/below_bucket" and r["value"] < 4 for r in removed)
+    assert doc["counts"]["docs_kept"] == len(kept) and 0.3 < len(kept) / doc["counts"]["docs_in"] < 0.8
+
+
+def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):
+    ft, emb = scorers
+    text = MIX.format(root=CORPORA, ft=ft, emb=emb)
+    no_ensemble = text.replace("      ensemble: {buckets: 10, combine: mean, weights: {ft: 2}}\n", "")
+    with pytest.raises(ConfigError, match="select an ensemble with"):
+        load_mixture(str(write_mixture(tmp_path, no_ensemble, "a.yaml")))
+    with pytest.raises(ConfigError, match="a bucket from 0 to 9"):
+        load_mixture(str(write_mixture(tmp_path, text.replace("min_bucket: 4", "min_bucket: 12"), "b.yaml")))
+    with pytest.raises(ConfigError, match="no classifier named 'bert'"):
+        load_mixture(str(write_mixture(tmp_path, text.replace("{ft: 2}", "{bert: 2}"), "c.yaml")))
