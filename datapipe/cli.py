@@ -4,6 +4,7 @@
                                                    tokenizer, and the first rows decoded
     datapipe build ...                             same as ``python -m pipelines.build_mixture ...``
     datapipe classifier train RECIPE [--output U]  train a quality classifier (reuses one already trained)
+    datapipe classifier distill --sample S ...     a fast student of a teacher's (or an LLM's) scores
     datapipe verify PATH                           check caches: monotone offsets, counts, token ids
     datapipe train --mixture M --model P --steps N train the bundled JAX model (resumes automatically)
     datapipe report OUT [--html F]                 one HTML file: funnels, score and length plots, samples
@@ -193,6 +194,36 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_classifier_distill(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from datapipe.quality.distill import distill, read_labels, read_sample
+    from datapipe.quality.scorers import load_scorer
+
+    sample = read_sample(args.sample, args.limit)
+    teacher = None
+    if args.labels:
+        labels = read_labels(args.labels)
+        missing = sum(1 for i, _ in sample if i not in labels)
+        sample = [(i, t) for i, t in sample if i in labels]
+        scores = np.array([labels[i] for i, _ in sample])
+        print(f"labels: {len(sample):,} documents of the sample are labelled ({missing:,} are not, left out)")
+    else:
+        teacher = load_scorer(args.teacher, args.teacher_label)
+        scores = teacher.scores([t for _, t in sample])
+        print(f"teacher {args.teacher}: scored {len(sample):,} documents")
+    result = distill(sample, scores, teacher, args.student, args.output, args.bins, args.holdout, args.seed)
+    r = result.report
+    speeds = f"student {r['student_docs_per_cpu_s']:,.0f} documents per CPU second"
+    if "speedup" in r:
+        speeds += f", teacher {r['teacher_docs_per_cpu_s']:,.0f} ({r['speedup']}x)"
+    print(
+        f"student {result.student_url}: Spearman {r['spearman']} with the teacher on {r['documents']['held_out']:,}"
+    )
+    print(f"held-out documents; {speeds}")
+    return 0
+
+
 def cmd_build(args: argparse.Namespace, rest: list[str]) -> int:
     """``datapipe build ARGS`` becomes the engines' launcher, ``python -m pipelines.build_mixture ARGS`` (exec, so
     the same process: signals, exit status and the output lease behave as when it is run directly), and the
@@ -309,7 +340,7 @@ def make_parser() -> argparse.ArgumentParser:
     c = _sub(
         sub,
         "classifier",
-        "quality classifiers: train a recipe",
+        "quality classifiers: train a recipe, or distill a teacher into a student",
         "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
     )
     csub = c.add_subparsers(dest="classifier_command", metavar="ACTION", required=True)
@@ -323,6 +354,30 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
     )
+    d = _sub(
+        csub,
+        "distill",
+        "train a fast student (fastText or embedding) on a teacher's scores of a sample",
+        "examples:\n  datapipe classifier distill --sample 'out/x/web/dedup-*/part-*.jsonl.zst' "
+        "--teacher out/classifiers/edu --student fasttext --output out/classifiers/edu-student\n"
+        "  datapipe classifier distill --sample docs.jsonl --labels llm_scores.jsonl --student embedding "
+        "--output out/classifiers/llm-student",
+    )
+    d.add_argument("--sample", nargs="+", required=True, help="JSONL documents ({id, text}), files or globs")
+    who = d.add_mutually_exclusive_group(required=True)
+    who.add_argument("--teacher", help="a scorer: a fastText model or a scorer folder")
+    who.add_argument("--labels", help="a JSONL of {id, score} (an LLM's labels, say)")
+    d.add_argument(
+        "--teacher-label", default="__label__hq", help="the teacher's positive label (default __label__hq)"
+    )
+    d.add_argument("--student", choices=["fasttext", "embedding"], default="fasttext")
+    d.add_argument(
+        "--bins", type=int, default=5, help="fastText student: classes the scores are cut into (5)"
+    )
+    d.add_argument("--holdout", type=float, default=0.1, help="share of the sample held out (0.1)")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--limit", type=int, default=None, help="at most this many sample documents")
+    d.add_argument("--output", required=True, help="the student's folder (must not exist)")
     from datapipe.train.cli import add_evaluate_parser, add_export_parser, add_train_parser
 
     add_train_parser(sub)
@@ -347,6 +402,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "browse":
             sys.exit(cmd_browse(args))
         if args.command == "classifier":
+            if args.classifier_command == "distill":
+                sys.exit(cmd_classifier_distill(args))
             sys.exit(cmd_classifier_train(args))
         if args.command == "report":
             sys.exit(cmd_report(args))

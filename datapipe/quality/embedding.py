@@ -151,14 +151,16 @@ def _unk_id(tokenizer: Any) -> int | None:
 
 @dataclass(frozen=True)
 class LinearHead:
-    """``sigmoid(x . w + b)``: the probability of the positive label for an embedded document."""
+    """``sigmoid(x . w + b)``: the probability of the positive label for an embedded document; with ``link=
+    "identity"``, ``x . w + b`` itself (a student regressing a teacher's score)."""
 
     w: np.ndarray
     b: float
+    link: str = "sigmoid"
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         z = x @ self.w + self.b
-        return 1.0 / (1.0 + np.exp(-z))
+        return z if self.link == "identity" else 1.0 / (1.0 + np.exp(-z))
 
 
 def fit_linear_head(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> LinearHead:
@@ -192,7 +194,7 @@ class EmbeddingScorer:
         try:
             meta = json.loads(Path(meta_file).read_text(encoding="utf-8"))
             head = np.load(os.path.join(folder, meta.get("head", HEAD_FILE)))
-            self.head = LinearHead(head["w"], float(head["b"]))
+            self.head = LinearHead(head["w"], float(head["b"]), meta.get("link", "sigmoid"))
         except (OSError, ValueError, KeyError) as e:
             raise DatapipeError(f"{url}: not a readable embedding scorer ({e})") from None
         if positive_label != meta.get("positive_label"):
@@ -225,6 +227,8 @@ def save_scorer(folder: str, embeddings: str, head: LinearHead, positive_label: 
         "head": HEAD_FILE,
         "positive_label": positive_label,
     }
+    if head.link != "sigmoid":
+        meta["link"] = head.link
     with open(os.path.join(folder, SCORER_FILE), "w", encoding="utf-8") as f:
         f.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.quality.distill import BinnedFastText
 from datapipe.quality.embedding import SCORER_FILE, EmbeddingScorer
 from datapipe.quality.model import QualityModel, check_model
 
@@ -30,6 +31,7 @@ class Scorer(Protocol):
 KINDS: dict[str, Callable[[str, str, bool], Scorer]] = {
     "fasttext": lambda url, label, lowercase: QualityModel(url, label, lowercase),
     "embedding": lambda url, label, _lowercase: EmbeddingScorer(url, label),
+    "fasttext-bins": lambda url, _label, _lowercase: BinnedFastText(url),  # a distilled student
 }
 
 
