@@ -16,7 +16,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.quality.embedding import WORDLLAMA, EmbeddingScorer, StaticEmbeddings, _wordllama_files
 from datapipe.quality.scorers import check_scorer, load_scorer
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, run_build, tree_digest, write_mixture
+from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 
 
 def _model2vec_folder(folder: Path, max_length: int | None, dtype: str = "float32") -> Path:
@@ -86,17 +86,7 @@ def test_a_build_scores_with_it_and_both_engines_write_the_same_bytes(embedding_
     """A mixture points at the scorer folder: every kept document carries the scorer's own score, the top half is
     kept, and the datatrove engine writes Beam's bytes."""
     mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=embedding_scorer.model_url), "qe.yaml")
-    outs = {}
-    for engine in ("beam", "datatrove"):
-        out = tmp_path / engine
-        proc = run_build("--mixture", str(mix), "--output", str(out), "--engine", engine)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs[engine] = {
-            k: v
-            for k, v in tree_digest(out).items()
-            if not k.startswith("_datatrove/") and "experiment" not in k
-        }
-    assert outs["beam"] == outs["datatrove"]
+    build_on_both_engines(mix, tmp_path)
     (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
     kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     scorer = EmbeddingScorer(embedding_scorer.model_url, "__label__hq")

@@ -18,7 +18,7 @@ from datapipe.errors import ConfigError
 from datapipe.io.jsonl import read_records
 from datapipe.quality.ensemble import boundaries, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, run_build, tree_digest, write_mixture
+from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=300), st.integers(2, 20))
@@ -73,17 +73,7 @@ sources:
 def test_an_ensemble_selects_by_bucket_the_same_on_both_engines(scorers, tmp_path):
     ft, emb = scorers
     mix = write_mixture(tmp_path, MIX.format(root=CORPORA, ft=ft, emb=emb), "qx.yaml")
-    outs = {}
-    for engine in ("beam", "datatrove"):
-        out = tmp_path / engine
-        proc = run_build("--mixture", str(mix), "--output", str(out), "--engine", engine)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs[engine] = {
-            k: v
-            for k, v in tree_digest(out).items()
-            if not k.startswith("_datatrove/") and "experiment" not in k
-        }
-    assert outs["beam"] == outs["datatrove"]
+    build_on_both_engines(mix, tmp_path)
     (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
     doc = json.loads((stage / "stage.json").read_text())
     report = doc["quality"]
