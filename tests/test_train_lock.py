@@ -17,30 +17,9 @@ import pytest
 from datapipe.train.lock import LOCK, RunFolderInUse, RunLock
 from datapipe.train.metrics import read_metrics
 from tests.conftest import REPO
+from tests.test_train import _train_cmd
 
-BASE = ["seq_len=64", "global_batch=8", "mesh.data=2", "mesh.fsdp=2", "mesh.model=2"]
 HOLD = "import sys; from datapipe.train.lock import RunLock; RunLock(sys.argv[1]).acquire(); print('held', flush=True); sys.stdin.read()"
-
-
-def _train_cmd(manifest: str, run: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "datapipe.cli",
-        "train",
-        "--mixture",
-        manifest,
-        "--model",
-        "tiny",
-        "--run-dir",
-        str(run),
-        "--peak-tflops",
-        "1",
-        "--devices",
-        "8",
-        *extra,
-        *BASE,
-    ]
 
 
 def _holder(run: Path) -> subprocess.Popen:
@@ -60,7 +39,7 @@ def test_a_second_train_into_the_same_run_folder_is_refused_in_one_line(built_sm
     manifest = str(built_small[0] / "mixture.json")
     run = tmp_path / "run"
     first = subprocess.Popen(
-        _train_cmd(manifest, run, "--steps", "400", "checkpoint.every=0", "checkpoint.at_exit=false"),
+        _train_cmd(manifest, run, 400, "--devices", "8", "checkpoint.every=0", "checkpoint.at_exit=false"),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -74,7 +53,7 @@ def test_a_second_train_into_the_same_run_folder_is_refused_in_one_line(built_sm
             time.sleep(0.05)
         assert first.poll() is None, first.communicate()[1][-3000:]
         second = subprocess.run(
-            _train_cmd(manifest, run, "--steps", "400", "--until", "1"),
+            _train_cmd(manifest, run, 400, "--devices", "8", "--until", "1"),
             cwd=REPO,
             capture_output=True,
             text=True,
