@@ -66,7 +66,7 @@ sources:
     quality:
       classifiers: [{{name: ft, model: "{ft}"}}, {{name: emb, model: "{emb}"}}]
       ensemble: {{buckets: 10, combine: mean, weights: {{ft: 2}}}}
-      select: {{classifier: ensemble, min_bucket: 4}}
+      select: {{classifier: ensemble, min_bucket: 4, repeat: {{7: 2, 8.5: 3}}}}
 """
 
 
@@ -84,6 +84,19 @@ def test_an_ensemble_selects_by_bucket_the_same_on_both_engines(scorers, tmp_pat
         assert b["ft"] == bucket_of(q["ft"], report["boundaries"]["ft"])
         assert b["emb"] == bucket_of(q["emb"], report["boundaries"]["emb"])
         assert b["ensemble"] == round((2 * b["ft"] + b["emb"]) / 3, 4) >= 4
+    # the top buckets go two or three times into the token cache
+    copies = [
+        3
+        if d["metadata"]["quality_buckets"]["ensemble"] >= 8.5
+        else 2
+        if d["metadata"]["quality_buckets"]["ensemble"] >= 7
+        else 1
+        for d in kept
+    ]
+    assert [d["metadata"].get("quality_repeats", 1) for d in kept] == copies and max(copies) > 1
+    (tok,) = (tmp_path / "beam" / "prose").glob("tokenize-*")
+    cache = json.loads((tok / "stage.json").read_text())["cache"]
+    assert cache["rows"] == sum(copies) and cache["repeats"] == sum(copies) - len(copies)
     removed = read_removed(str(stage)).to_pylist()
     assert removed and all(r["reason"] == "quality/below_bucket" and r["value"] < 4 for r in removed)
     assert doc["counts"]["docs_kept"] == len(kept) and 0.3 < len(kept) / doc["counts"]["docs_in"] < 0.8
@@ -97,5 +110,7 @@ def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):
         load_mixture(str(write_mixture(tmp_path, no_ensemble, "a.yaml")))
     with pytest.raises(ConfigError, match="a bucket from 0 to 9"):
         load_mixture(str(write_mixture(tmp_path, text.replace("min_bucket: 4", "min_bucket: 12"), "b.yaml")))
+    with pytest.raises(ConfigError, match="bucket 2: a bucket from min_bucket to 9"):
+        load_mixture(str(write_mixture(tmp_path, text.replace("7: 2,", "2: 2,"), "d.yaml")))
     with pytest.raises(ConfigError, match="no classifier named 'bert'"):
         load_mixture(str(write_mixture(tmp_path, text.replace("{ft: 2}", "{bert: 2}"), "c.yaml")))

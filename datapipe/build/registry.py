@@ -70,6 +70,7 @@ def _tokenize(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir
         out_dir,
         by_language=src.by_language is not None,
         rehydrate=src.rehydrate.weights if src.rehydrate is not None else None,
+        quality_repeats=bool(src.quality is not None and src.quality.repeat),
     )
 
 
@@ -81,6 +82,8 @@ def _tokenize_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256
         out["by_language"] = True
     if src.rehydrate is not None:
         out["rehydrate"] = src.rehydrate.to_dict()
+    if src.quality is not None and src.quality.repeat:  # its rows are split as rehydration's are
+        out["quality_repeats"] = True
     return out
 
 

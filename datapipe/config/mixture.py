@@ -237,15 +237,31 @@ def _quality(doc: dict | None, yaml_dir: str, file: str, source: str) -> Quality
         return QualityConfig(tuple(refs), ensemble=ensemble)
     where = f"sources.{source}.quality.select"
     if sel["classifier"] == "ensemble":
-        if ensemble is None or "min_bucket" not in sel or len(sel) != 2:
+        if ensemble is None or "min_bucket" not in sel or set(sel) - {"classifier", "min_bucket", "repeat"}:
             raise ConfigError(
                 file,
                 where,
                 "select an ensemble with {classifier: ensemble, min_bucket: B} and an ensemble: block",
             )
-        if not 0 <= sel["min_bucket"] <= ensemble.buckets - 1:
-            raise ConfigError(file, f"{where}.min_bucket", f"a bucket from 0 to {ensemble.buckets - 1}")
-        return QualityConfig(tuple(refs), "ensemble", ensemble=ensemble, min_bucket=float(sel["min_bucket"]))
+        top = ensemble.buckets - 1
+        if not 0 <= sel["min_bucket"] <= top:
+            raise ConfigError(file, f"{where}.min_bucket", f"a bucket from 0 to {top}")
+        repeat = []
+        for bucket, copies in (sel.get("repeat") or {}).items():
+            if not sel["min_bucket"] <= float(bucket) <= top or int(copies) < 1:
+                raise ConfigError(
+                    file,
+                    f"{where}.repeat",
+                    f"bucket {bucket}: a bucket from min_bucket to {top}, 1 copy or more",
+                )
+            repeat.append((float(bucket), int(copies)))
+        return QualityConfig(
+            tuple(refs),
+            "ensemble",
+            ensemble=ensemble,
+            min_bucket=float(sel["min_bucket"]),
+            repeat=tuple(sorted(repeat)),
+        )
     if sel["classifier"] not in names:
         raise ConfigError(
             file, f"{where}.classifier", f"no classifier named {sel['classifier']!r} in this source"

@@ -224,6 +224,9 @@ class QualityConfig:
     keep_fraction: float | None = None
     ensemble: EnsembleConfig | None = None
     min_bucket: float | None = None  # select: keep the documents whose ensemble bucket is at least this
+    # select: (bucket, copies): a kept document whose ensemble bucket is at least ``bucket`` goes ``copies`` times into
+    # the token cache (the highest such bucket decides), as Nemotron-CC repeats its best buckets
+    repeat: tuple[tuple[float, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -246,6 +249,7 @@ class QualityConfig:
                 # changed, so its hash does; a selection without keep_fraction hashes as before
                 **({"quantile": "exact"} if self.keep_fraction is not None else {}),
                 **({"min_bucket": self.min_bucket} if self.min_bucket is not None else {}),
+                **({"repeat": [list(r) for r in self.repeat]} if self.repeat else {}),
             },
             # added later: a config without an ensemble hashes as before
             **(

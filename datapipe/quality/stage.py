@@ -180,6 +180,10 @@ class QualityStage(TwoPhaseStage):
                 )
             )
             return False
+        copies = max((n for bucket, n in self.config.repeat if combined >= bucket), default=1)
+        if copies > 1:  # the tokenize stage writes it that many times
+            doc["metadata"]["quality_repeats"] = copies
+            stats.counters["quality/repeats"] += copies - 1
         return True
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class TokenizeStage:
     name: str = "tokenize"
     by_language: bool = False
     rehydrate: str | None = None  # FineWeb-2's table name or a JSON file of weights
+    quality_repeats: bool = (
+        False  # the quality stage asks for copies of its top buckets (metadata.quality_repeats)
+    )
     _tok: LoadedTokenizer | None = field(default=None, repr=False)
     _weights: dict[str, dict[int, int]] | None = field(default=None, repr=False)
 
@@ -65,13 +68,19 @@ class TokenizeStage:
     @property
     def split(self) -> bool:
         """Rows go to per-language folders and a shard's ``rows.json`` (written last) lists them."""
-        return self.by_language or self.rehydrate is not None
+        return self.by_language or self.rehydrate is not None or self.quality_repeats
 
     def has_output(self, shard: Shard) -> bool:
         marker = "rows.json" if self.split else "ends.npy"
         return fs.exists(fs.join(self.shard_cache(shard), marker))
 
     def _repeats(self, doc: dict[str, Any], stats: StageStats) -> int:
+        """How many times a document goes into the cache: FineWeb-2's rehydration weight of its cluster size, times
+        the copies the quality stage gave its bucket."""
+        copies = int(doc.get("metadata", {}).get("quality_repeats", 1)) if self.quality_repeats else 1
+        return copies * self._rehydrated(doc, stats)
+
+    def _rehydrated(self, doc: dict[str, Any], stats: StageStats) -> int:
         if self.rehydrate is None:
             return 1
         if self._weights is None:
@@ -153,7 +162,7 @@ class TokenizeStage:
         out: dict[str, Any] = {**total, "tokenizer": identity}
         if self.by_language:
             out["languages"] = caches
-        if self.rehydrate is not None:
+        if self.rehydrate is not None or self.quality_repeats:
             out["repeats"] = sum(st.counters.get("rehydrate/repeats", 0) for st in stats)
         return {"cache": out}
 
