@@ -97,9 +97,35 @@ def test_an_ensemble_selects_by_bucket_the_same_on_both_engines(scorers, tmp_pat
     (tok,) = (tmp_path / "beam" / "prose").glob("tokenize-*")
     cache = json.loads((tok / "stage.json").read_text())["cache"]
     assert cache["rows"] == sum(copies) and cache["repeats"] == sum(copies) - len(copies)
+    _browser_shows_the_buckets(tmp_path / "beam", tmp_path / "index", kept)
     removed = read_removed(str(stage)).to_pylist()
     assert removed and all(r["reason"] == "quality/below_bucket" and r["value"] < 4 for r in removed)
     assert doc["counts"]["docs_kept"] == len(kept) and 0.3 < len(kept) / doc["counts"]["docs_in"] < 0.8
+
+
+def _browser_shows_the_buckets(out, index, kept) -> None:
+    """The browser's index: at the quality stage the quality column is the combined bucket, and a kept document's
+    evidence names each classifier's score and bucket (a removed one's: its removal, with each bucket)."""
+    import duckdb
+
+    from datapipe.browse.index import build_index, index_path
+    from datapipe.report.collect import mixture_chains
+
+    _, chains = mixture_chains(str(out))
+    build_index(chains, str(index))
+    (rec,) = [r for r in chains["prose"] if r.stage == "quality"]
+    rows = (
+        duckdb.connect()
+        .execute(f"SELECT id, outcome, quality, evidence FROM read_parquet('{index_path(str(index), rec)}')")
+        .fetchall()
+    )
+    by_id = {d["id"]: d["metadata"] for d in kept}
+    for doc_id, outcome, quality, evidence in rows:
+        if outcome == "kept":
+            buckets = by_id[doc_id]["quality_buckets"]
+            assert quality == buckets["ensemble"] and f"(bucket {buckets['ft']})" in evidence, evidence
+        else:
+            assert quality < 4 and "ft " in evidence, evidence
 
 
 def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):

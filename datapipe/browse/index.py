@@ -41,9 +41,10 @@ from datapipe.report.collect import StageRecord
 
 ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
 # what an index file's columns hold; a file of another version (or none: before versions) is rewritten
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 VERSION_KEY = b"datapipe.browse.index"
 MINHASH = "dedup/minhash"  # the dedup stage's reason for a MinHash duplicate (the browser imports no stage)
+ENSEMBLE = "ensemble"  # the name a quality stage selects its ensemble's combined bucket by
 
 
 def schema() -> Any:
@@ -135,11 +136,29 @@ def _kept_removed(stage_url: str, shard: int) -> dict[str, dict[str, Any]]:
 
 
 def _quality(meta: dict[str, Any], select: str | None) -> float | None:
+    """The quality column: the selected classifier's score (an ensemble's combined bucket), else the first's."""
+    if select == ENSEMBLE:
+        buckets = meta.get("quality_buckets")
+        if isinstance(buckets, dict) and isinstance(buckets.get(ENSEMBLE), int | float):
+            return float(buckets[ENSEMBLE])
     scores = meta.get("quality")
     if not isinstance(scores, dict) or not scores:
         return None
     value = scores.get(select) if select else None
     return float(value if value is not None else next(iter(scores.values())))
+
+
+def _quality_evidence(meta: dict[str, Any]) -> str | None:
+    """A kept document's ensemble evidence: each classifier's score and bucket, and the combined bucket."""
+    scores, buckets = meta.get("quality"), meta.get("quality_buckets")
+    if not isinstance(scores, dict) or not isinstance(buckets, dict):
+        return None
+    parts = [
+        f"{n} {scores[n]:.4f} (bucket {int(b)})" for n, b in buckets.items() if n != ENSEMBLE and n in scores
+    ]
+    copies = meta.get("quality_repeats")
+    tail = f"; {copies} copies in the cache" if isinstance(copies, int) and copies > 1 else ""
+    return ", ".join(parts) + f"; ensemble bucket {buckets.get(ENSEMBLE)}" + tail
 
 
 def _select(chain: list[StageRecord]) -> str | None:
@@ -192,6 +211,7 @@ def shard_rows(
                     "ref": str(doc.get("ref", doc.get("id", ""))),
                     "url": str(meta.get("url", "")),
                     "outcome": "kept",
+                    "evidence": _quality_evidence(meta) if rec.stage == "quality" else None,
                     "language": meta.get("language"),
                     "language_score": meta.get("language_score"),
                     "quality": _quality(meta, select),
