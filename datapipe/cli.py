@@ -24,9 +24,9 @@ import sys
 from collections.abc import Callable
 
 from datapipe import __version__
-from datapipe.browse import PORT as BROWSE_PORT
 from datapipe.errors import DatapipeError, error_lines
 from datapipe.io import fs
+from datapipe.report import BROWSE_PORT
 from datapipe.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.store.manifest import MANIFEST, open_component, read_manifest

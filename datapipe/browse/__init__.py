@@ -1,4 +1,6 @@
 """``datapipe browse OUT``: a local web app over a finished build (funnels, documents by outcome and reason, a
 document's decisions across stages, duplicate clusters, cache rows decoded, training runs)."""
 
-PORT = 8765  # the default port: the static report's links point at http://127.0.0.1:PORT/
+from datapipe.report import BROWSE_PORT as PORT  # the default port, which the static report's links point at
+
+__all__ = ["PORT"]

@@ -21,10 +21,11 @@ from urllib.parse import urlencode
 
 from datapipe.browse.index import build_index
 from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines, positional
-from datapipe.browse.runs import find_runs, loss_curve
+from datapipe.browse.runs import loss_curve
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.report.collect import StageRecord, manifest_url_of, mixture_chains
+from datapipe.report.runs import find_runs
 from datapipe.store.manifest import open_component, read_manifest
 
 TEMPLATES = Path(__file__).with_name("templates")

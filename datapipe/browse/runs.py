@@ -1,32 +1,14 @@
-"""Training runs beside a build (``OUT/runs/*``, or folders named with ``--run``) and their loss curves as SVG
-polyline points: a curve is a few hundred numbers, so the page draws it without a plotting library."""
+"""Training runs' loss curves as SVG polyline points (the runs themselves: :func:`datapipe.report.runs.find_runs`):
+a curve is a few hundred numbers, so the page draws it without a plotting library."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 from datapipe.train.metrics import read_evals, read_metrics
 
 WIDTH, HEIGHT, LEFT, TOP = 590.0, 180.0, 40.0, 10.0
-
-
-def find_runs(output: str, extra: Sequence[str] = ()) -> list[str]:
-    """Run folders (those with a ``metrics.jsonl``) under ``OUT/runs`` and among ``extra``, sorted, each once."""
-    found = []
-    runs = os.path.join(output, "runs")
-    if os.path.isdir(runs):
-        found += [os.path.join(runs, n) for n in sorted(os.listdir(runs))]
-    found += list(extra)
-    seen: set[str] = set()
-    out = []
-    for path in found:
-        real = os.path.realpath(path)
-        if real not in seen and os.path.isfile(os.path.join(path, "metrics.jsonl")):
-            seen.add(real)
-            out.append(path)
-    return out
 
 
 def _points(xy: list[tuple[float, float]], x0: float, x1: float, y0: float, y1: float) -> str:

@@ -18,12 +18,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datapipe import __version__
-from datapipe.browse import PORT
-from datapipe.browse.runs import find_runs
-from datapipe.report import plots
+from datapipe.report import BROWSE_PORT, plots
 from datapipe.report.collect import StageRecord, mixture_chains, token_plan
+from datapipe.report.runs import find_runs
 
-BROWSE_URL = f"http://127.0.0.1:{PORT}"
+BROWSE_URL = f"http://127.0.0.1:{BROWSE_PORT}"
 SECTIONS = (
     "mixture",
     "funnel",
