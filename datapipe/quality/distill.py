@@ -34,8 +34,9 @@ import numpy as np
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
+from datapipe.langid.identifier import load_fasttext
 from datapipe.quality.embedding import SCORER_FILE, WORDLLAMA, LinearHead, StaticEmbeddings, save_scorer
-from datapipe.quality.model import QualityModel, preprocess
+from datapipe.quality.model import check_model, preprocess
 
 BINS_MODEL = "model.bin"
 
@@ -50,14 +51,15 @@ class BinnedFastText:
         except (OSError, ValueError) as e:
             raise DatapipeError(f"{url}: not a readable fastText student ({e})") from None
         self.bins = int(meta["bins"])
-        self._model = QualityModel(os.path.join(folder, meta.get("model", BINS_MODEL)), "__label__b0")
+        model = os.path.join(folder, meta.get("model", BINS_MODEL))
+        check_model(model)  # a damaged file is one line, before fastText trusts its sizes
+        self._model = load_fasttext(model)
         self.url = url
 
     def scores(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0)
-        model = self._model._model
-        labels, probs = model.predict([preprocess(t) for t in texts], k=self.bins)
+        labels, probs = self._model.predict([preprocess(t) for t in texts], k=self.bins)
         out = np.zeros(len(texts))
         for i, (ls, ps) in enumerate(zip(labels, probs, strict=True)):
             out[i] = sum(int(label[len("__label__b") :]) * p for label, p in zip(ls, ps, strict=True))

@@ -55,7 +55,7 @@ def bucket_of(score: float, bounds: Sequence[float]) -> int:
     return int(np.searchsorted(np.asarray(bounds, dtype=np.float64), score, side="right"))
 
 
-def combine(buckets: Mapping[str, int], weights: Mapping[str, float], how: str) -> float:
+def combine(buckets: Mapping[str, float], weights: Mapping[str, float], how: str) -> float:
     """The ensemble's bucket: the weighted mean of the scorers' buckets (rounded to 4 decimals, so that every
     engine writes the same number), or their maximum."""
     if how == "max":

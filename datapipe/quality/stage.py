@@ -164,7 +164,7 @@ class QualityStage(TwoPhaseStage):
         assert ensemble is not None and self._bounds is not None
         scores = doc["metadata"]["quality"]
         buckets: dict[str, float] = {n: bucket_of(scores[n], self._bounds[n]) for n in self.names}
-        combined = combine(buckets, dict(ensemble.weights), ensemble.combine)  # type: ignore[arg-type]
+        combined = combine(buckets, dict(ensemble.weights), ensemble.combine)
         doc["metadata"]["quality_buckets"] = {**buckets, ENSEMBLE: combined}
         stats.observe("quality/ensemble_bucket", combined / max(1, ensemble.buckets - 1), "unit")
         if self.config.min_bucket is not None and combined < self.config.min_bucket:
