@@ -2,13 +2,15 @@
 
 ``recipe:NAME`` means ``classifiers/NAME.yaml``: a recipe with ``model_url`` points at a ready model (and may bring a
 published threshold); any other recipe is trained now, once, under ``<output>/classifiers/`` (a later run finds the
-model by the recipe's hash). Every model file is checked to be a fastText model before the pipeline starts.
+model by the recipe's hash). Every model is checked as its kind (:func:`datapipe.quality.scorers.check_scorer`)
+before the pipeline starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.config.recipe import load_recipe
@@ -23,12 +25,27 @@ def check_pinned(url: str, expected: str, field: str) -> None:
     every score without a trace)."""
     if not fs.exists(url):
         raise DatapipeError(f"{url}: model file not found ({field} pins it)")
+    if fs.isdir(url):
+        raise DatapipeError(
+            f"{url}: a folder, but {field} pins one file's sha256 (a folder's files are in the stage hash already)"
+        )
     h = hashlib.sha256()
     with fs.fsspec_open(url, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     if h.hexdigest() != expected:
         raise DatapipeError(f"{url}: sha256 {h.hexdigest()} does not match {field} = {expected}")
+
+
+def model_identity(url: str) -> str:
+    """What names an unpinned model in the stage hash: a file's size (as always); for a folder (an embedding or
+    transformers scorer), every file's name and size, so that new weights in the same folder are a new stage."""
+    if not fs.exists(url):
+        return "size:0"
+    if not fs.isdir(url):
+        return f"size:{fs.size(url)}"
+    listing = json.dumps(sorted(fs.tree_sizes(url).items()))
+    return "files:" + hashlib.sha256(listing.encode()).hexdigest()[:16]
 
 
 def resolve_models(
@@ -80,9 +97,7 @@ def resolve_models(
                 )
                 ref = dataclasses.replace(ref, identity=f"sha256:{ref.sha256}")
             else:
-                ref = dataclasses.replace(
-                    ref, identity=f"size:{fs.size(ref.model) if fs.exists(ref.model) else 0}"
-                )
+                ref = dataclasses.replace(ref, identity=model_identity(ref.model))
             check_scorer(ref.model, ref.positive_label)
             refs.append(ref)
         out.append(dataclasses.replace(src, quality=dataclasses.replace(q, classifiers=tuple(refs))))

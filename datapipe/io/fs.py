@@ -92,6 +92,22 @@ def size(url: str) -> int:
     return int(fs.size(path))
 
 
+def isdir(url: str) -> bool:
+    fs, path = url_to_fs(url)
+    return bool(fs.isdir(path))
+
+
+def tree_sizes(url: str) -> dict[str, int]:
+    """Every file under a folder, by its path relative to the folder, and its size."""
+    fs, path = url_to_fs(url)
+    root = path.rstrip("/") + "/"
+    return {
+        name[len(root) :]: int(info["size"])
+        for name, info in fs.find(path, detail=True).items()
+        if info.get("type") == "file"
+    }
+
+
 def makedirs(url: str) -> None:
     fs, path = url_to_fs(url)
     fs.makedirs(path, exist_ok=True)
