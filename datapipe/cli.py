@@ -196,6 +196,7 @@ def cmd_classifier_train(args: argparse.Namespace) -> int:
 
 def cmd_classifier_distill(args: argparse.Namespace) -> int:
     import numpy as np
+    import yaml
 
     from datapipe.quality.distill import distill, read_labels, read_sample
     from datapipe.quality.scorers import load_scorer
@@ -212,7 +213,15 @@ def cmd_classifier_distill(args: argparse.Namespace) -> int:
         teacher = load_scorer(args.teacher, args.teacher_label)
         scores = teacher.scores([t for _, t in sample])
         print(f"teacher {args.teacher}: scored {len(sample):,} documents")
-    result = distill(sample, scores, teacher, args.student, args.output, args.bins, args.holdout, args.seed)
+    settings = {}
+    for item in args.fasttext:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise DatapipeError(f"--fasttext {item}: expected KEY=VALUE (epoch=10, lr=0.5, ...)")
+        settings[key] = yaml.safe_load(value)
+    result = distill(
+        sample, scores, teacher, args.student, args.output, args.bins, args.holdout, args.seed, settings
+    )
     r = result.report
     speeds = f"student {r['student_docs_per_cpu_s']:,.0f} documents per CPU second"
     if "speedup" in r:
@@ -365,14 +374,23 @@ def make_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--sample", nargs="+", required=True, help="JSONL documents ({id, text}), files or globs")
     who = d.add_mutually_exclusive_group(required=True)
-    who.add_argument("--teacher", help="a scorer: a fastText model or a scorer folder")
+    who.add_argument(
+        "--teacher", help="a scorer: a fastText model, a scorer folder or a Hugging Face classifier folder"
+    )
     who.add_argument("--labels", help="a JSONL of {id, score} (an LLM's labels, say)")
     d.add_argument(
         "--teacher-label", default="__label__hq", help="the teacher's positive label (default __label__hq)"
     )
     d.add_argument("--student", choices=["fasttext", "embedding"], default="fasttext")
     d.add_argument(
-        "--bins", type=int, default=5, help="fastText student: classes the scores are cut into (5)"
+        "--bins", type=int, default=10, help="fastText student: classes the scores are cut into (10)"
+    )
+    d.add_argument(
+        "--fasttext",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fastText student: a training setting over the defaults (epoch=10 lr=0.5, DCLM's others)",
     )
     d.add_argument("--holdout", type=float, default=0.1, help="share of the sample held out (0.1)")
     d.add_argument("--seed", type=int, default=0)

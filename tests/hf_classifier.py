@@ -1,5 +1,5 @@
 """Small Hugging Face sequence classifiers built here, for the ``transformers`` scorer's tests and benchmark: a
-word-piece tokenizer trained on the given texts and a BERT of random weights (or fine-tuned on labels), written with
+word-piece vocabulary counted from the given texts and a BERT of random weights (or fine-tuned on labels), written with
 transformers' own ``save_pretrained``, FineWeb-Edu's layout. Nothing is downloaded. Needs torch and transformers
 (``make test-all`` installs them)."""
 
@@ -12,16 +12,30 @@ from typing import Any
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def word_piece_tokenizer(texts: list[str], vocab_size: int = 2000) -> Any:
-    """BERT's uncased word-piece tokenizer, its vocabulary trained on ``texts``, as transformers' fast tokenizer."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+def word_piece_tokenizer(texts: list[str], vocab_size: int = 8000) -> Any:
+    """BERT's uncased word-piece tokenizer over a vocabulary from ``texts``: every character seen (alone and as a
+    ``##`` continuation), then the most frequent words, ties by the word. Counted here, not by tokenizers'
+    trainer, whose choice among equally frequent pieces varies from run to run (and so would the model)."""
+    from collections import Counter
+
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL))
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    normalizer, pre = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    words: Counter[str] = Counter()
+    for t in texts:
+        words.update(w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(t)))
+    chars = sorted({c for w in words for c in w})
+    vocab = SPECIAL + chars + [f"##{c}" for c in chars]
+    known = set(vocab)
+    for w, _ in sorted(words.items(), key=lambda x: (-x[1], x[0])):
+        if len(vocab) >= vocab_size:
+            break
+        if w not in known:
+            vocab.append(w)
+    tok = Tokenizer(models.WordPiece({v: i for i, v in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer = normalizer, pre
+    cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B [SEP]",

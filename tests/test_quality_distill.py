@@ -78,3 +78,14 @@ def test_labels_from_a_file_and_the_cli(tmp_path, sample):
     bad.write_text('{"id": "x", "score": "high"}\n')
     with pytest.raises(DatapipeError, match="record 0: needs an 'id' and a numeric 'score'"):
         read_labels(str(bad))
+
+
+def test_a_student_takes_fasttext_settings_and_reports_them(tmp_path, fixture_texts):
+    """``--fasttext KEY=VALUE`` over the student's defaults (10 epochs at 0.5 over DCLM's): the report records
+    what it trained with; a setting fastText does not have is one line."""
+    sample = [(str(i), t) for i, t in enumerate(fixture_texts[:300])]
+    scores = np.array([len(t) % 7 for _, t in sample], dtype=float)
+    result = distill(sample, scores, None, "fasttext", str(tmp_path / "s"), bins=3, settings={"epoch": 2})
+    assert result.report["fasttext"]["epoch"] == 2 and result.report["fasttext"]["lr"] == 0.5
+    with pytest.raises(DatapipeError, match="no fastText setting epochs"):
+        distill(sample, scores, None, "fasttext", str(tmp_path / "t"), bins=3, settings={"epochs": 2})

@@ -5,6 +5,7 @@ evidence."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -140,3 +141,57 @@ def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):
         load_mixture(str(write_mixture(tmp_path, text.replace("7: 2,", "2: 2,"), "d.yaml")))
     with pytest.raises(ConfigError, match="no classifier named 'bert'"):
         load_mixture(str(write_mixture(tmp_path, text.replace("{ft: 2}", "{bert: 2}"), "c.yaml")))
+
+
+class _Counting:
+    """A scorer that counts the documents it scored."""
+
+    url = "counting"
+
+    def __init__(self) -> None:
+        self.scored = 0
+
+    def scores(self, texts: list[str]) -> np.ndarray:
+        self.scored += len(texts)
+        return np.array([len(t) % 97 / 97 for t in texts])
+
+
+@pytest.mark.parametrize("ensemble", [True, False])
+def test_the_shard_pass_reads_the_first_passs_scores(tmp_path, fixture_texts, ensemble):
+    """Each document is scored once, not once per pass (a transformers scorer would cost twice): the shard pass
+    reads the scores the first pass kept, which the commit removes; the selection is the one scoring again gives."""
+    from datapipe.config.stages import ClassifierRef, EnsembleConfig, QualityConfig
+    from datapipe.io.jsonl import write_records_atomic
+    from datapipe.io.shards import Shard
+    from datapipe.quality.stage import QualityStage
+    from datapipe.stage import finish_stage, run_shard
+
+    docs = [{"id": str(i), "text": t, "metadata": {}} for i, t in enumerate(fixture_texts[:1100])]
+    (tmp_path / "in").mkdir()
+    write_records_atomic(str(tmp_path / "in" / "part-00000.jsonl.zst"), docs)
+    refs = (ClassifierRef("a", "unused"), ClassifierRef("b", "unused"))
+    config = (
+        QualityConfig(
+            refs, "ensemble", ensemble=EnsembleConfig(4, "mean", (("a", 1.0), ("b", 1.0))), min_bucket=2
+        )
+        if ensemble
+        else QualityConfig(refs, "a", keep_fraction=0.5)
+    )
+    shard = Shard(0, "in", "in")
+    outs = {}
+    for cached in (True, False):
+        stage = QualityStage("s", config, str(tmp_path / "in"), str(tmp_path / f"out{cached}"))
+        stage._models = {"a": _Counting(), "b": _Counting()}
+        parts = [stage.selection_array(shard)]
+        stage.write_global_report(stage.selection_report(parts))
+        if not cached:  # as a build whose first pass kept nothing: the shard pass scores again
+            shutil.rmtree(tmp_path / f"out{cached}" / "scores")
+        finish_stage(stage, [shard], [run_shard(stage, shard)], {})
+        scored = {n: m.scored for n, m in stage._models.items()}
+        if cached:  # every document scored once by each scorer, in one pass or the other
+            assert scored == {"a": len(docs), "b": len(docs)}
+        else:
+            assert scored["a"] == 2 * len(docs)
+        assert not (tmp_path / f"out{cached}" / "scores").exists()
+        outs[cached] = (tmp_path / f"out{cached}" / "part-00000.jsonl.zst").read_bytes()
+    assert outs[True] == outs[False]

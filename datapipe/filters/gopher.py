@@ -249,10 +249,10 @@ def _top_ngram(ids, n):  # pragma: no cover - compiled
                 break
             slot = (slot + np.uint64(1)) & mask
     best, start = 0, 0
-    for slot in range(size):
-        q = first[slot]
-        if q >= 0 and (count[slot] > best or (count[slot] == best and q < start)):
-            best, start = count[slot], q
+    for cell in range(size):
+        q = first[cell]
+        if q >= 0 and (count[cell] > best or (count[cell] == best and q < start)):
+            best, start = count[cell], q
     return best, start
 
 

@@ -7,10 +7,15 @@ score is at or above an absolute ``threshold`` (DCLM's published 0.018112 as the
 shards (:mod:`datapipe.quality.cutoff`, exact, the same on every engine), and written to ``stage.json``. The
 tie-break is a hash of the document id, so documents with equal scores are kept or dropped the same way on every
 run.
+
+A first pass keeps the scores it computed in ``scores/part-NNNNN.npz`` (8 bytes per document and scorer), and the
+shard pass reads them instead of scoring again: with a transformers scorer, scoring is nearly all of the stage's
+time, and it would otherwise be paid twice. The folder is removed before the stage commits.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +24,7 @@ import xxhash
 
 from datapipe.config.stages import QualityConfig
 from datapipe.evidence import Removal
+from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.quality.cutoff import cutoff_report, keys_array
 from datapipe.quality.ensemble import ENSEMBLE, bucket_of, combine, ensemble_report, scores_array
@@ -27,6 +33,7 @@ from datapipe.stage import TwoPhaseStage
 from datapipe.stats import StageStats
 
 BATCH = 512
+SCORES = "scores"  # the first pass's scores, per shard, for the shard pass (removed before the commit)
 
 
 def tiebreak(ref: str) -> int:
@@ -63,11 +70,37 @@ class QualityStage(TwoPhaseStage):
         self.setup()
         assert self._models is not None
         parts = []
+        raw: dict[str, list[np.ndarray]] = {n: [] for n in self.names}
         for batch in self._batches(shard):
             texts = [d["text"] for d in batch]
-            scores = {n: [round(float(s), 8) for s in self._models[n].scores(texts)] for n in self.names}
+            batch_scores = {n: self._models[n].scores(texts) for n in self.names}
+            for n, v in batch_scores.items():
+                raw[n].append(v)
+            scores = {n: [round(float(s), 8) for s in v] for n, v in batch_scores.items()}
             parts.append(scores_array(self.names, scores))
+        self._save_scores(shard, raw)
         return np.concatenate(parts) if parts else scores_array(self.names, {n: [] for n in self.names})
+
+    def _scores_url(self, shard: Shard) -> str:
+        return fs.join(self.out_dir, SCORES, f"{shard.part}.npz")
+
+    def _save_scores(self, shard: Shard, scores: dict[str, list[np.ndarray]]) -> None:
+        buf = io.BytesIO()
+        arrays: dict[str, Any] = {n: np.concatenate(v) if v else np.zeros(0) for n, v in scores.items()}
+        np.savez(buf, **arrays)
+        fs.write_bytes_atomic(self._scores_url(shard), buf.getvalue())
+
+    def _saved_scores(self, shard: Shard) -> dict[str, np.ndarray]:
+        """The scores the first pass kept for this shard, by scorer ({} when it kept none)."""
+        url = self._scores_url(shard)
+        if not fs.exists(url):
+            return {}
+        with np.load(io.BytesIO(fs.read_bytes(url))) as saved:
+            return {n: saved[n] for n in saved.files}
+
+    def cleanup(self) -> None:
+        """Before the commit: the first pass's scores are no longer needed."""
+        fs.remove(fs.join(self.out_dir, SCORES))
 
     def selection_report(self, parts: list[np.ndarray]) -> dict[str, Any]:
         """``global.json`` from every shard's :meth:`selection_array` (a pure function of them)."""
@@ -96,14 +129,18 @@ class QualityStage(TwoPhaseStage):
         """(score, tie-break) of every document of a shard, for the global quantile."""
         self.setup()
         assert self._models is not None and self.config.select_classifier is not None
-        model = self._models[self.config.select_classifier]
+        name = self.config.select_classifier
+        model = self._models[name]
         out: list[tuple[float, int]] = []
+        raw: list[np.ndarray] = []
         for batch in self._batches(shard):
             scores = model.scores([d["text"] for d in batch])
+            raw.append(scores)
             out.extend(
                 (round(float(s), 8), tiebreak(d.get("ref", d["id"])))
                 for s, d in zip(scores, batch, strict=True)
             )
+        self._save_scores(shard, {name: raw})
         return out
 
     def _cutoff(self) -> tuple[float, int] | None:
@@ -121,12 +158,20 @@ class QualityStage(TwoPhaseStage):
         self._bounds = self.read_global_report()["boundaries"] if self.config.ensemble is not None else None
 
     def documents(self, shard: Shard):
-        """Documents with ``metadata.quality`` filled in, scored a batch at a time."""
+        """Documents with ``metadata.quality`` filled in, scored a batch at a time (or read from the first pass's
+        scores, which are the same numbers: the same scorers on the same batches)."""
         self.setup()
         assert self._models is not None
+        saved = self._saved_scores(shard)
+        start = 0
         for batch in self._batches(shard):
             texts = [d["text"] for d in batch]
-            scores = {name: m.scores(texts) for name, m in self._models.items()}
+            end = start + len(batch)
+            scores = {
+                name: saved[name][start:end] if len(saved.get(name, ())) >= end else m.scores(texts)
+                for name, m in self._models.items()
+            }
+            start = end
             for i, doc in enumerate(batch):
                 doc["metadata"]["quality"] = {
                     **doc["metadata"].get("quality", {}),
