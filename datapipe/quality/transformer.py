@@ -9,7 +9,8 @@ module adds is what a pipeline needs around it:
   document is never tokenized whole), then scored in batches of at most ``batch_tokens`` padded tokens, sorted by
   length so that little of a batch is padding;
 - **one line for a bad folder, before any work**: missing, no ``config.json``, a model of another architecture (an
-  encoder without a ``...ForSequenceClassification`` head), no weights or tokenizer, or weights that lack the head
+  encoder without a ``...ForSequenceClassification`` head), no weights or tokenizer, weights only as a pickle
+  (``pytorch_model.bin``: safetensors only, as no code path here loads a pickle), or weights that lack the head
   (transformers itself only warns and starts the head at random, which would score every document by noise);
 - **the score**: with one output (``num_labels: 1``, FineWeb-Edu's regression) the raw output; with several, the
   softmax probability of the positive label, named as the folder's ``id2label`` names it (``__label__`` prefix
@@ -34,12 +35,8 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 
 CONFIG_FILE = "config.json"
-WEIGHT_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")  # refused: loading them runs a pickle
 TOKENIZER_FILES = (
     "tokenizer.json",
     "vocab.txt",
@@ -86,7 +83,12 @@ def read_config(url: str) -> dict[str, Any]:
             f"'architectures' names no ...{HEAD_SUFFIX}"
         )
     if not any(os.path.exists(os.path.join(folder, f)) for f in WEIGHT_FILES):
-        raise DatapipeError(f"{url}: no weights ({' or '.join(WEIGHT_FILES[::2])})")
+        if any(os.path.exists(os.path.join(folder, f)) for f in PICKLED_WEIGHTS):
+            raise DatapipeError(
+                f"{url}: its weights are a pickle (pytorch_model.bin), which a build never loads: save them as "
+                "model.safetensors (transformers: model.save_pretrained(DIR, safe_serialization=True))"
+            )
+        raise DatapipeError(f"{url}: no weights (model.safetensors)")
     if not any(os.path.exists(os.path.join(folder, f)) for f in TOKENIZER_FILES):
         raise DatapipeError(f"{url}: no tokenizer ({', '.join(TOKENIZER_FILES)})")
     return config
@@ -135,7 +137,7 @@ class TransformersScorer:
         transformers.utils.logging.disable_progress_bar()  # one bar per load, in every worker
         try:
             model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
-                folder, output_loading_info=True
+                folder, output_loading_info=True, use_safetensors=True
             )
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
         except (OSError, ValueError, KeyError, RuntimeError) as e:
@@ -153,7 +155,7 @@ class TransformersScorer:
                 "classification head (transformers would start it at random)"
             )
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = model.to(self.device).eval()
+        self.model = model.to(self.device).train(False)  # inference: no dropout
         self.tokenizer = tokenizer
         limit = getattr(tokenizer, "model_max_length", None) or max_length
         self.max_length = int(min(max_length, limit))
