@@ -37,7 +37,7 @@ from corpus import documents  # noqa: E402
 from datapipe.config.stages import DeconConfig, EvalSet  # noqa: E402
 from datapipe.decon.stage import DeconStage  # noqa: E402
 from datapipe.dedup.normalize import normalize  # noqa: E402
-from datapipe.stats import StageStats  # noqa: E402
+from datapipe.runtime.stats import StageStats  # noqa: E402
 
 N = 13
 

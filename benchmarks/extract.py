@@ -36,8 +36,8 @@ from datapipe.config.stages import LangidConfig  # noqa: E402
 from datapipe.extract.stage import ExtractStage  # noqa: E402
 from datapipe.filters.document import FilterDoc  # noqa: E402
 from datapipe.filters.presets import build_chain  # noqa: E402
+from datapipe.io.models import bundled_model_path, load_fasttext  # noqa: E402
 from datapipe.io.shards import Shard  # noqa: E402
-from datapipe.langid.identifier import bundled_model_path, load_fasttext  # noqa: E402
 from pipelines.mixtures import BUNDLED  # noqa: E402
 
 CORPORA = REPO / "tests" / "fixtures" / "corpora"
@@ -85,7 +85,7 @@ def bench_filters(texts: list[str], tries: int) -> tuple[float, float, int, int]
     from datatrove.data import Document
     from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
 
-    import datapipe.filters.words as words
+    import datapipe.languages.spacy_words as words
 
     def ours() -> int:
         words.splitter.cache_clear()  # a cold word memo, as on a fresh worker

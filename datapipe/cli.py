@@ -27,7 +27,7 @@ from datapipe import __version__
 from datapipe.errors import DatapipeError, error_lines
 from datapipe.io import fs
 from datapipe.report import BROWSE_PORT
-from datapipe.stage import STAGE_JSON
+from datapipe.runtime.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.store.manifest import MANIFEST, open_component, read_manifest
 from datapipe.tokenize.decode import decoder_for

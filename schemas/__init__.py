@@ -1,4 +1,4 @@
-"""JSON Schemas for datapipe's file formats (mixture YAML, document record, cache ledger, mixture manifest).
+"""JSON Schemas for datapipe's file formats (mixture YAML, document record, cache ledger, mixture manifest, stage record).
 
 They ship as package data so that every config can be validated before any work starts.
 """
@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-NAMES = ("mixture", "document", "ledger", "manifest", "classifier", "train")
+NAMES = ("mixture", "document", "ledger", "manifest", "classifier", "train", "stage")
 
 
 @cache

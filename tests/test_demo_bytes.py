@@ -48,3 +48,31 @@ def test_the_fixture_classifier_is_the_same_bytes_on_a_cpu_without_fma_or_avx(tm
     assert train(str(tmp_path / "b"), {"GLIBC_TUNABLES": BASELINE_CPU}) == here
     listed = [line.split()[0] for line in (REPO / "docs" / "demo-sha256.txt").read_text().splitlines()]
     assert here in listed  # the model the demo build trained
+
+
+def test_every_stage_json_is_a_stage_record(demo):
+    """Every ``stage.json`` the demo wrote validates against ``schemas/stage.schema.json`` and reads as a
+    :class:`StageRecord` that writes the same bytes back; a file without a required field is one line naming it."""
+    import json
+
+    import jsonschema
+    import pytest
+
+    from datapipe.errors import DatapipeError
+    from datapipe.runtime.record import StageRecord
+    from datapipe.runtime.stage import read_stage_record
+    from schemas import load
+
+    out, _ = demo
+    files = sorted(out.glob("*/*/stage.json"))
+    assert len(files) >= 20
+    validator = jsonschema.Draft202012Validator(load("stage"))
+    for f in files:
+        text = f.read_text()
+        validator.validate(json.loads(text))
+        record = read_stage_record(str(f.parent))
+        assert record.to_json() == text and record.hash and f.parent.name.endswith(record.hash[:8])
+    doc = json.loads(files[0].read_text())
+    del doc["counts"]
+    with pytest.raises(DatapipeError, match="x/stage.json: no counts"):
+        StageRecord.from_dict(doc, "x/stage.json")

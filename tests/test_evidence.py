@@ -10,7 +10,7 @@ import sys
 
 import pyarrow.parquet as pq
 
-from datapipe.decisions import read_removed
+from datapipe.runtime.decisions import read_removed
 from tests.conftest import REPO
 
 

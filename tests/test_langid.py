@@ -13,8 +13,9 @@ from datapipe.config.mixture import load_mixture
 from datapipe.config.stages import LangidConfig
 from datapipe.extract.stage import ExtractStage
 from datapipe.io.jsonl import read_records
+from datapipe.io.models import bundled_model_path
 from datapipe.io.shards import make_shards
-from datapipe.langid.identifier import LanguageIdentifier, bundled_model_path
+from datapipe.langid.identifier import LanguageIdentifier
 from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA
 
@@ -75,7 +76,7 @@ def _fasttext_top(model, text: str) -> tuple[str, float] | None:
 
 @pytest.fixture(scope="module")
 def both():
-    from datapipe.langid.identifier import load_fasttext
+    from datapipe.io.models import load_fasttext
     from datapipe.langid.predict import read_model
 
     path = bundled_model_path()
@@ -179,7 +180,7 @@ def _train(tmp_path: Path, **hyper):
 
 def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
     """A model trained here: dense and unpruned, then quantized and pruned with and without quantized norms."""
-    from datapipe.langid.identifier import load_fasttext
+    from datapipe.io.models import load_fasttext
     from datapipe.langid.predict import read_model
 
     hyper = {"loss": "hs", "dim": 8, "minn": 2, "maxn": 4, "bucket": 20_000, "epoch": 3}

@@ -38,7 +38,7 @@ from datapipe.languages import (
     repeats,
     word_splitter,
 )
-from datapipe.stats import StageStats
+from datapipe.runtime.stats import StageStats
 from tests.conftest import CORPORA, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))

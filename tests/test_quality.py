@@ -97,7 +97,7 @@ def test_keep_fraction_and_stage_scores(trained, kept_fifth):
     assert doc["quality"] == {"keep_fraction": 0.2, "cutoff": doc["quality"]["cutoff"], "documents": n_in}
     assert len(doc["quality"]["cutoff"]) == 2
     # every removal names its score and the cut-off it fell under
-    from datapipe.decisions import read_removed
+    from datapipe.runtime.decisions import read_removed
 
     cut = doc["quality"]["cutoff"][0]
     rows = read_removed(str(stage)).to_pylist()
@@ -176,7 +176,7 @@ def test_bad_model_is_a_clear_error_before_work(tmp_path, trained, kind):
 
 
 def test_check_model_accepts_real_models(trained):
-    from datapipe.langid.identifier import bundled_model_path
+    from datapipe.io.models import bundled_model_path
 
     check_model(trained[0].model_url)
     check_model(bundled_model_path())  # a quantized .ftz: header checks only

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from datapipe.config.mixture import load_mixture
 from datapipe.config.recipe import load_recipe
-from datapipe.decisions import read_removed
 from datapipe.errors import ConfigError
 from datapipe.io.jsonl import read_records
 from datapipe.quality.ensemble import boundaries, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.train import train
+from datapipe.runtime.decisions import read_removed
 from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 
 
@@ -164,7 +164,7 @@ def test_the_shard_pass_reads_the_first_passs_scores(tmp_path, fixture_texts, en
     from datapipe.io.jsonl import write_records_atomic
     from datapipe.io.shards import Shard
     from datapipe.quality.stage import QualityStage
-    from datapipe.stage import finish_stage, run_shard
+    from datapipe.runtime.stage import finish_stage, run_shard
 
     docs = [{"id": str(i), "text": t, "metadata": {}} for i, t in enumerate(fixture_texts[:1100])]
     (tmp_path / "in").mkdir()

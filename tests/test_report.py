@@ -226,7 +226,7 @@ def test_lineage_from_a_training_run_to_the_input_files(built_small, tmp_path):
 
 
 def _commit(out_dir, shard, docs_in: int, docs_kept: int | None = None, bytes_in: int = 0) -> None:
-    from datapipe.stage import stats_path
+    from datapipe.runtime.stage import stats_path
 
     stats = {
         "docs_in": docs_in,
@@ -243,8 +243,8 @@ def test_a_first_stage_shows_the_share_of_input_bytes_read_within_a_shard(tmp_pa
     import time
 
     from datapipe.build.progress import StageProgress
-    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
+    from datapipe.runtime.heartbeat import progress_url
 
     shards = []
     for i, size in enumerate((1000, 3000, 4000)):
@@ -273,7 +273,7 @@ def test_a_resumed_stage_counts_this_runs_time_and_documents_only(tmp_path):
 
     from datapipe.build.progress import StageProgress
     from datapipe.io.shards import Shard
-    from datapipe.stage import TIMING_SUFFIX
+    from datapipe.runtime.stage import TIMING_SUFFIX
 
     shards = []
     for i in range(3):
@@ -299,8 +299,8 @@ def test_a_later_stage_shows_the_share_of_documents_its_upstream_kept(tmp_path):
     """A later stage knows its exact total once the stage before it committed the same shards: the documents it
     kept for them."""
     from datapipe.build.progress import StageProgress
-    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
+    from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
     up, out = tmp_path / "extract", tmp_path / "filter"
@@ -323,10 +323,10 @@ def test_a_worker_writes_its_progress_while_it_works_and_removes_it_at_commit(tm
     shard's stats.json commits it; its timing record says when it began."""
     import time
 
-    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
-    from datapipe.stage import run_shard
-    from datapipe.stats import StageStats
+    from datapipe.runtime.heartbeat import progress_url
+    from datapipe.runtime.stage import run_shard
+    from datapipe.runtime.stats import StageStats
 
     monkeypatch.setenv("DATAPIPE_HEARTBEAT_S", "0")  # every tick writes
     seen: list[dict] = []
@@ -363,8 +363,8 @@ def test_wave_progress_reports_each_stage_with_its_own_time(tmp_path):
     import time
 
     from datapipe.build.progress import WaveProgress
-    from datapipe.heartbeat import progress_url
     from datapipe.io.shards import Shard
+    from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
     dirs = [tmp_path / "filter", tmp_path / "dedup"]
@@ -434,9 +434,9 @@ def test_browse_index_holds_every_document_each_stage_saw(browse):
     first, then removed by reason (what lets a filtered view skip row groups)."""
     import duckdb
 
-    from datapipe.decisions import read_removed
     from datapipe.io.jsonl import read_records
     from datapipe.report.collect import mixture_chains
+    from datapipe.runtime.decisions import read_removed
 
     _, out, index = browse
     _, chains = mixture_chains(str(out))
@@ -516,8 +516,8 @@ def test_browser_shows_a_removal_its_value_and_its_kept_duplicate(browse, tmp_pa
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    from datapipe.decisions import read_removed
     from datapipe.report.collect import mixture_chains
+    from datapipe.runtime.decisions import read_removed
 
     url, out, _ = browse
     options = webdriver.ChromeOptions()

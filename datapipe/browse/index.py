@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from datapipe.decisions import KEPT_DIR, removed_schema
-from datapipe.decisions import SUFFIX as REMOVED_SUFFIX
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.report.collect import StageRecord
+from datapipe.runtime.decisions import KEPT_DIR, removed_schema
+from datapipe.runtime.decisions import SUFFIX as REMOVED_SUFFIX
 
 ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
 # what an index file's columns hold; a file of another version (or none: before versions) is rewritten

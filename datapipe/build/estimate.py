@@ -190,7 +190,7 @@ def sample_source(src: SourceConfig, files: list[str]) -> SourceSample:
 
 def estimate_source(sp: SourcePlan, sample: SourceSample, workers: int, parts: int) -> list[StageEstimate]:
     """Per stage of one source: its estimate (a cached stage: its real counts, no cost)."""
-    from datapipe.stage import read_stage_json
+    from datapipe.runtime.stage import read_stage_json
 
     speed = 1.0
     if sample.extract_us_per_byte:

@@ -24,7 +24,7 @@ from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
-from datapipe.stage import Stage, TwoPhaseStage, is_done
+from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done
 
 log = logging.getLogger(__name__)
 

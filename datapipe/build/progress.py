@@ -1,7 +1,7 @@
 """Progress of running stages, read from what their workers write: works the same for every runner.
 
 A worker commits a shard by writing ``part-NNNNN.stats.json``, and while it works on one it rewrites
-``part-NNNNN.progress.json`` every second or so (``datapipe/heartbeat.py``: documents so far, input bytes read,
+``part-NNNNN.progress.json`` every second or so (``datapipe/runtime/heartbeat.py``: documents so far, input bytes read,
 when it began). A thread in the launching process reads both and shows, per running stage: shards committed,
 documents done, docs/s since the stage's first shard began, the share done and an ETA. The share is measured where
 the total is known before the work: the first stage's input bytes read out of its files' sizes; a later stage's
@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from datapipe.heartbeat import SUFFIX as PROGRESS_SUFFIX
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stage import STATS_SUFFIX, TIMING_SUFFIX, is_done
+from datapipe.runtime.heartbeat import SUFFIX as PROGRESS_SUFFIX
+from datapipe.runtime.stage import STATS_SUFFIX, TIMING_SUFFIX, is_done
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
-from datapipe.stage import Stage
+from datapipe.runtime.stage import Stage
 
 # the global phases an engine must know how to run (each with its pure decisions in datapipe/)
 DEDUP = "dedup"  # exact groups and MinHash components -> per-shard removal lists (datapipe.dedup.components)

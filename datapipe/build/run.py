@@ -40,7 +40,7 @@ from datapipe.io.readers import check_shard
 from datapipe.io.shards import Shard
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
-from datapipe.stage import read_stage_json, stats_path
+from datapipe.runtime.stage import read_stage_json, stats_path
 from datapipe.store.cache import LEDGER
 from datapipe.store.manifest import TOKENIZER_FILE, Component, read_manifest, write_manifest
 

@@ -20,12 +20,12 @@ from datapipe.config.stages import DeconConfig
 from datapipe.decon.evalsets import read_items
 from datapipe.decon.index import EvalIndex, Match
 from datapipe.decon.ngrams import text_words
-from datapipe.evidence import Removal
-from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stage import DocumentStage
-from datapipe.stats import StageStats
+from datapipe.runtime.evidence import Removal
+from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.stage import DocumentStage
+from datapipe.runtime.stats import StageStats
 
 TOP_ITEMS = 1000  # items listed in stage.json (the count of distinct items hit is always there)
 

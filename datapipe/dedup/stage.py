@@ -32,12 +32,12 @@ from datapipe.dedup.store import (
     write_shingles,
 )
 from datapipe.dedup.wordsig import LanguageSigner
-from datapipe.evidence import Removal
-from datapipe.heartbeat import Heartbeat
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
-from datapipe.stage import TwoPhaseStage
-from datapipe.stats import StageStats
+from datapipe.runtime.evidence import Removal
+from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.stage import TwoPhaseStage
+from datapipe.runtime.stats import StageStats
 
 
 def text_hash(text: str) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from datapipe.child import Child
+from datapipe.runtime.child import Child
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Sandbox:
             self._start()
 
     def _start(self) -> None:
-        # a process group of its own: a Ctrl-C at the terminal reaches the build, never this child (datapipe.child)
+        # a process group of its own: a Ctrl-C at the terminal reaches the build, never this child (datapipe.runtime.child)
         self._proc = Child(_child, (self.fn, self.warmup))
         self._conn = self._proc.conn
         self._starting = True

@@ -13,19 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.mixture import SourceConfig
-from datapipe.decisions import RemovedLog, removed_url
-from datapipe.evidence import Removal
 from datapipe.extract.html import Extracted, HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
-from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
 from datapipe.io.readers import read_shard
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
 from datapipe.langid.identifier import LanguageIdentifier, LanguageSelection
-from datapipe.stats import StageStats
+from datapipe.runtime.decisions import RemovedLog, removed_url
+from datapipe.runtime.evidence import Removal
+from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.stats import StageStats
 
 BATCH = 64  # pages sent to the extraction process at once
 

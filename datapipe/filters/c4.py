@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
-from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
+from datapipe.runtime.evidence import Removal
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from datapipe.filters.words import splitter
+from datapipe.languages.spacy_words import splitter
 
 if TYPE_CHECKING:
     from datapipe.languages.words import Splitter
@@ -36,6 +36,6 @@ class FilterDoc:
 
     @cached_property
     def words(self) -> list[str]:
-        """Words exactly as datatrove's word tokenizer for the language splits them (see :mod:`datapipe.filters.words`
+        """Words exactly as datatrove's word tokenizer for the language splits them (see :mod:`datapipe.languages.spacy_words`
         and :mod:`datapipe.languages.words`)."""
         return (self._words_by or splitter("en")).split(self._text)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 
-from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.gopher import repeated_elements
+from datapipe.runtime.evidence import Removal
 
 STOP_CHARS = tuple(TERMINAL_PUNCTUATION)
 

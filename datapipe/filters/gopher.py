@@ -14,9 +14,9 @@ import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
-from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.kernels.spans import same_span
+from datapipe.runtime.evidence import Removal
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
+from datapipe.runtime.evidence import Removal
 
 _COUNTER = re.compile(
     r"^\W*\d[\d,.]*\s*[kKmM]?\s*(likes?|shares?|comments?|retweets?|reposts?|views?|followers?|replies|reply|"

@@ -13,13 +13,13 @@ from typing import Any
 
 from datapipe.config.stages import FilterConfig
 from datapipe.errors import ConfigError
-from datapipe.evidence import Removal, prefixed
 from datapipe.filters.document import FilterDoc
 from datapipe.filters.fineweb2 import Finishing
 from datapipe.filters.presets import LANGUAGE_PRESETS, FilterChain, build_chain
 from datapipe.languages import LanguageError, Splitter, word_splitter
-from datapipe.stage import DocumentStage
-from datapipe.stats import StageStats
+from datapipe.runtime.evidence import Removal, prefixed
+from datapipe.runtime.stage import DocumentStage
+from datapipe.runtime.stats import StageStats
 
 NO_CONFIG = "language/no_config"
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from datapipe.errors import InputError
-from datapipe.evidence import Removal
 from datapipe.filters.document import FilterDoc
 from datapipe.io import fs
+from datapipe.runtime.evidence import Removal
 
 
 def read_entries(url: str, what: str) -> frozenset[str]:

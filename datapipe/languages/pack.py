@@ -35,7 +35,7 @@ LID176_FIXES = {
 
 
 def lid176_labels() -> list[str]:
-    from datapipe.langid.identifier import bundled_model_path, load_fasttext
+    from datapipe.io.models import bundled_model_path, load_fasttext
 
     return [label.removeprefix("__label__") for label in load_fasttext(bundled_model_path()).get_labels()]
 

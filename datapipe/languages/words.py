@@ -10,7 +10,7 @@ check it on real text in every benchmarked language.
 Where it is faster, and why that is still exact:
 
 - spaCy's rule-based tokenizers (German, French, Russian, ... and ``xx`` for the rest) split every
-  whitespace-separated chunk on its own: :class:`datapipe.filters.words.WordSplitter` memoizes per chunk.
+  whitespace-separated chunk on its own: :class:`datapipe.languages.spacy_words.WordSplitter` memoizes per chunk.
 - jieba cuts maximal runs of Han characters, letters and digits, and whitespace is never in a run, so the words
   of a text are the words of its whitespace-separated chunks in order: memoized per chunk as well.
 - SudachiPy (Japanese) is called directly on the 40,000-byte pieces datatrove cuts, without building a spaCy
@@ -215,7 +215,7 @@ def word_splitter(language: str) -> Splitter:
             return _Sudachi()
         if code == "vi":
             return _SpacyTokens(code)
-        from datapipe.filters.words import WordSplitter, splitter
+        from datapipe.languages.spacy_words import WordSplitter, splitter
 
         return splitter(code) if code == "en" else WordSplitter(code, memo_size=MEMO_SIZE)
     if a.kind == "KhmerTokenizer":

@@ -8,8 +8,8 @@ from typing import Any
 
 from datapipe.config.stages import PIIConfig
 from datapipe.pii.scrub import scrub
-from datapipe.stage import DocumentStage
-from datapipe.stats import StageStats
+from datapipe.runtime.stage import DocumentStage
+from datapipe.runtime.stats import StageStats
 
 
 @dataclass

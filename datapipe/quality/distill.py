@@ -37,42 +37,16 @@ import numpy as np
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
-from datapipe.langid.identifier import load_fasttext
+from datapipe.quality.binned import BINS_MODEL
 from datapipe.quality.embedding import SCORER_FILE, WORDLLAMA, LinearHead, StaticEmbeddings, save_scorer
-from datapipe.quality.model import check_model, preprocess
+from datapipe.quality.model import preprocess
 
-BINS_MODEL = "model.bin"
 STUDENT_FASTTEXT = {"epoch": 10, "lr": 0.5}  # over DCLM's settings: see the module's docstring
 # fastText's train_supervised settings (a misspelt one is one line, not fastText's TypeError)
 FASTTEXT_SETTINGS = (
     "lr", "dim", "ws", "epoch", "minCount", "minCountLabel", "minn", "maxn", "neg", "wordNgrams", "loss", "bucket",
     "thread", "lrUpdateRate", "t",
 )  # fmt: skip
-
-
-class BinnedFastText:
-    """A fastText student of binned teacher scores: ``scores(texts)`` is the expected bin over ``bins - 1``."""
-
-    def __init__(self, url: str) -> None:
-        folder = fs.local_path(url)
-        try:
-            meta = json.loads(Path(folder, SCORER_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise DatapipeError(f"{url}: not a readable fastText student ({e})") from None
-        self.bins = int(meta["bins"])
-        model = os.path.join(folder, meta.get("model", BINS_MODEL))
-        check_model(model)  # a damaged file is one line, before fastText trusts its sizes
-        self._model = load_fasttext(model)
-        self.url = url
-
-    def scores(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros(0)
-        labels, probs = self._model.predict([preprocess(t) for t in texts], k=self.bins)
-        out = np.zeros(len(texts))
-        for i, (ls, ps) in enumerate(zip(labels, probs, strict=True)):
-            out[i] = sum(int(label[len("__label__b") :]) * p for label, p in zip(ls, ps, strict=True))
-        return np.clip(out / max(1, self.bins - 1), 0.0, 1.0)
 
 
 def read_sample(paths: Iterable[str], limit: int | None = None) -> list[tuple[str, str]]:

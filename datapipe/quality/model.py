@@ -9,7 +9,7 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.langid.identifier import load_fasttext
+from datapipe.io.models import load_fasttext
 
 FASTTEXT_MAGIC = 793712314  # first int32 of every fastText .bin / .ftz file
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.quality.distill import BinnedFastText
+from datapipe.quality.binned import BinnedFastText
 from datapipe.quality.embedding import SCORER_FILE, EmbeddingScorer
 from datapipe.quality.model import QualityModel, check_model
 from datapipe.quality.transformer import TransformersScorer, is_model_folder, read_config

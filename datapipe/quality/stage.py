@@ -23,14 +23,14 @@ import numpy as np
 import xxhash
 
 from datapipe.config.stages import QualityConfig
-from datapipe.evidence import Removal
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.quality.cutoff import cutoff_report, keys_array
 from datapipe.quality.ensemble import ENSEMBLE, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.scorers import Scorer, load_scorer
-from datapipe.stage import TwoPhaseStage
-from datapipe.stats import StageStats
+from datapipe.runtime.evidence import Removal
+from datapipe.runtime.stage import TwoPhaseStage
+from datapipe.runtime.stats import StageStats
 
 BATCH = 512
 SCORES = "scores"  # the first pass's scores, per shard, for the shard pass (removed before the commit)

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from datapipe.child import Child
 from datapipe.config.recipe import Recipe
 from datapipe.errors import ConfigError
 from datapipe.extract.html import HtmlExtractor
@@ -31,6 +30,7 @@ from datapipe.io.readers import read_shard
 from datapipe.io.shards import make_shards
 from datapipe.io.tally import ReadTally
 from datapipe.quality.model import preprocess
+from datapipe.runtime.child import Child
 
 
 def _files(recipe: Recipe, side: str) -> list[list[str]]:
@@ -150,7 +150,7 @@ def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, Any]):
 
     with tempfile.TemporaryDirectory(prefix="datapipe-fasttext-") as tmp:
         path = os.path.join(tmp, "model.bin")
-        # its own process group: a Ctrl-C is the build's to handle, and ends the child here (datapipe.child)
+        # its own process group: a Ctrl-C is the build's to handle, and ends the child here (datapipe.runtime.child)
         child = Child(_fit_to_file, (train_file, seed, hyper, path))
         try:
             child.join()

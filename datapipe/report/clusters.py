@@ -13,10 +13,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from datapipe.decisions import read_removed
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.stage import STAGE_JSON, read_stage_json
+from datapipe.runtime.decisions import read_removed
+from datapipe.runtime.stage import STAGE_JSON, read_stage_json
 
 
 def clusters(stage_dir: str) -> dict[str, list[dict[str, Any]]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.stage import STAGE_JSON
+from datapipe.runtime.stage import STAGE_JSON
 from datapipe.store.manifest import MANIFEST, read_manifest
 
 REPEAT_WARNING = 4.0  # epochs over a component beyond which a warning is printed

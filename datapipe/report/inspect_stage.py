@@ -1,7 +1,7 @@
 """``datapipe inspect`` on a stage folder (documents kept, or removed by a rule) and ``--json`` for any target.
 
 Kept documents are read from the stage's own part files. Removed documents are listed beside them, with the
-evidence of their removal (``part-NNNNN.removed.parquet``, :mod:`datapipe.decisions`): ``--removed-by`` shows every
+evidence of their removal (``part-NNNNN.removed.parquet``, :mod:`datapipe.runtime.decisions`): ``--removed-by`` shows every
 one of a reason (up to ``--rows``) with what the rule measured, and the text of those the stage sampled into
 ``stage.json`` (the first few per reason and shard; removed texts are not kept otherwise).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from datapipe.decisions import SUFFIX, read_removed
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.stage import STAGE_JSON
+from datapipe.runtime.decisions import SUFFIX, read_removed
+from datapipe.runtime.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
 from datapipe.store.manifest import MANIFEST, open_component, read_manifest
 

@@ -19,7 +19,7 @@ from datapipe import __version__
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.report.collect import manifest_url_of, mixture_chains
-from datapipe.stage import STAGE_JSON
+from datapipe.runtime.stage import STAGE_JSON
 
 EXPERIMENT = "experiment.json"
 

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from datapipe.report.collect import StageRecord  # noqa: E402
-from datapipe.stats import bin_edges  # noqa: E402
+from datapipe.runtime.stats import bin_edges  # noqa: E402
 
 
 def _png(fig) -> str:

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from datapipe.config.stages import TokenizerConfig
-from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.languages import rehydration_table, repeats
-from datapipe.stats import StageStats
+from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.stats import StageStats
 from datapipe.store.cache import FIELD, make_ledger, write_ledger
 from datapipe.store.jagged import concat_jagged, write_rows_npy
 from datapipe.tokenize.tokenizer import LoadedTokenizer, load_tokenizer

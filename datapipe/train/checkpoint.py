@@ -18,7 +18,7 @@ import jax
 import orbax.checkpoint as ocp
 
 from datapipe.errors import DatapipeError
-from datapipe.train.config import CheckpointConfig
+from datapipe.train.settings import CheckpointConfig
 
 
 class Checkpoints:

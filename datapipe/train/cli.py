@@ -132,7 +132,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_export_hf(args: argparse.Namespace) -> int:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the gather happens on the host
-    from datapipe.train.hf import export_run, parse_size
+    from datapipe.train.export import export_run
+    from datapipe.train.hf import parse_size
 
     done = export_run(args.run_dir, args.out, args.step, args.dtype, parse_size(args.max_shard_size))
     print(

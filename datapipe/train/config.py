@@ -17,6 +17,7 @@ from datapipe.config.yamlio import load_yaml
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.train.model import PRESETS, ModelConfig, RopeScaling
+from datapipe.train.settings import CheckpointConfig
 
 
 @dataclass(frozen=True)
@@ -42,15 +43,6 @@ class OptimizerConfig:
     grad_clip: float = 1.0
     z_loss: float = 0.0
     decay_embeddings: bool = False
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    every: int = 100  # steps; 0: only at exit
-    keep_last: int = 2
-    keep_every: int = 0  # also keep every M-th step's checkpoint; 0: none
-    async_save: bool = True
-    at_exit: bool = True
 
 
 @dataclass(frozen=True)

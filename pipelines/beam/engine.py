@@ -16,7 +16,7 @@ from datapipe.build.run import StageReport, label, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
+from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
 from pipelines.beam.quiet import PipelineOptions, warnings_dropped
 
 Chain = list[tuple[Stage, StagePlan, str | None]]

@@ -25,8 +25,8 @@ from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
 from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stage import Stage, TwoPhaseStage, finish_stage, run_shard
-from datapipe.stats import StageStats
+from datapipe.runtime.stage import Stage, TwoPhaseStage, finish_stage, run_shard
+from datapipe.runtime.stats import StageStats
 from pipelines.beam.dedup import CC_ROUNDS, SPILL_DIR, DedupGlobal, FileShuffleGlobal, ParagraphsGlobal
 from pipelines.beam.quality import QualityCutoff
 from pipelines.beam.quiet import PipelineOptions, beam

@@ -34,7 +34,7 @@ from datapipe.build.run import StageReport, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.stage import TwoPhaseStage, is_done, remove_temporaries
+from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
 
 EXECUTORS = ("local", "slurm")
 SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller

@@ -31,8 +31,8 @@ from datapipe.dedup import spill
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
-from datapipe.stage import DocumentStage, Stage, finish_stage, run_shard
-from datapipe.stats import StageStats
+from datapipe.runtime.stage import DocumentStage, Stage, finish_stage, run_shard
+from datapipe.runtime.stats import StageStats
 
 
 def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, ...]:

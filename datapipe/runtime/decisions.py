@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from datapipe.evidence import Removal, evidence_of
 from datapipe.io import fs
 from datapipe.io.shards import Shard
+from datapipe.runtime.evidence import Removal, evidence_of
 
 SUFFIX = ".removed.parquet"
 

@@ -3,7 +3,7 @@
 A rule returns a :class:`Removal`, which *is* its reason string (so counters, reports and the comparisons with
 datatrove's reason names see exactly the string they saw before) and also carries the measured value and the
 threshold it failed. The stage that applied the rule writes both beside its parts (``part-NNNNN.removed.parquet``,
-:mod:`datapipe.decisions`), so that "why did this page go?" is answered by a value, not by rerunning the rule.
+:mod:`datapipe.runtime.decisions`), so that "why did this page go?" is answered by a value, not by rerunning the rule.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class StageStats:
     last_reason: str | None = field(default=None, compare=False, repr=False)
 
     def remove(self, reason: str, n: int = 1) -> None:
-        """Count a removal; ``reason`` may be a :class:`datapipe.evidence.Removal`, whose evidence the stage
+        """Count a removal; ``reason`` may be a :class:`datapipe.runtime.evidence.Removal`, whose evidence the stage
         then records with the document (``last_reason`` keeps it)."""
         self.removed[str(reason)] += n
         self.last_reason = reason

@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from datapipe import __version__
-from datapipe.decisions import RemovedLog, removed_url
-from datapipe.heartbeat import SUFFIX as PROGRESS_SUFFIX
-from datapipe.heartbeat import Heartbeat
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.stats import StageStats, merge_all
+from datapipe.runtime.decisions import RemovedLog, removed_url
+from datapipe.runtime.heartbeat import SUFFIX as PROGRESS_SUFFIX
+from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.record import PLAN_FIELDS, StageRecord
+from datapipe.runtime.stats import StageStats, merge_all
 
 SUCCESS = "_SUCCESS"
 STAGE_JSON = "stage.json"
@@ -125,19 +126,19 @@ def finish_stage(
         cleanup is not None
     ):  # before the commit: a kill after it must not leave scratch files in a finished stage
         cleanup()
-    doc = {
-        "datapipe_version": __version__,
-        "source": stage.source,
-        "stage": stage.name,
-        **plan,
-        "counts": total.to_dict(),
-        "shards": [
+    record = StageRecord(
+        datapipe_version=__version__,
+        source=stage.source,
+        stage=stage.name,
+        counts=total.to_dict(),
+        shards=[
             {"index": s.index, "name": s.name, **st.to_dict(detail=False)}
             for s, st in zip(shards, stats, strict=True)
         ],
-        **extra,
-    }
-    fs.write_text_atomic(fs.join(stage.out_dir, STAGE_JSON), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        **{k: plan[k] for k in PLAN_FIELDS if k in plan},
+        extra={**{k: v for k, v in plan.items() if k not in PLAN_FIELDS}, **extra},
+    )
+    fs.write_text_atomic(fs.join(stage.out_dir, STAGE_JSON), record.to_json())
     fs.write_text_atomic(fs.join(stage.out_dir, SUCCESS), "")
     return total
 
@@ -162,6 +163,12 @@ def is_done(out_dir: str) -> bool:
 
 def read_stage_json(out_dir: str) -> dict[str, Any]:
     return json.loads(fs.read_text(fs.join(out_dir, STAGE_JSON)))
+
+
+def read_stage_record(out_dir: str) -> StageRecord:
+    """A finished stage's ``stage.json`` as its typed record (one line naming the file when it is not one)."""
+    url = fs.join(out_dir, STAGE_JSON)
+    return StageRecord.from_json(fs.read_text(url), url)
 
 
 class DocumentStage:

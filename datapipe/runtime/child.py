@@ -22,7 +22,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-_BOOT = "import sys; from datapipe.child import _main; _main(int(sys.argv[1]))"
+_BOOT = "import sys; from datapipe.runtime.child import _main; _main(int(sys.argv[1]))"
 
 
 class Child:
