@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
         "--engine",
         choices=("beam", "datatrove"),
         default="beam",
-        help="beam (default; runner chosen by Beam flags) or datatrove (--executor local|slurm)",
+        help="beam (default; runner chosen by Beam flags) or datatrove (--executor local|slurm|ray)",
     )
     ap.add_argument("--output", help="output folder or URL (default: the YAML's `output`, else out/<name>)")
     ap.add_argument("--data-root", help="where relative input paths point (default: the YAML's `data_root`)")
@@ -98,8 +98,14 @@ def parser() -> argparse.ArgumentParser:
     dt.add_argument("--partition", help="slurm: partition to submit to")
     dt.add_argument("--qos", help="slurm: quality of service (default: the partition's)")
     dt.add_argument("--time", default="01:00:00", help="slurm: time limit per job (default 01:00:00)")
-    dt.add_argument("--cpus-per-task", type=int, default=1, help="slurm: CPUs per task (default 1)")
-    dt.add_argument("--mem-per-cpu-gb", type=int, default=2, help="slurm: memory per CPU in GB (default 2)")
+    dt.add_argument("--cpus-per-task", type=int, default=1, help="slurm, ray: CPUs per task (default 1)")
+    dt.add_argument(
+        "--mem-per-cpu-gb", type=int, default=2, help="slurm, ray: memory per CPU in GB (default 2)"
+    )
+    dt.add_argument(
+        "--ray-address",
+        help="ray: an existing cluster's head (HOST:PORT, or auto); default: a cluster of this machine, for the build",
+    )
     return ap
 
 

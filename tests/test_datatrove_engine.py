@@ -252,7 +252,7 @@ FAILING_TASK = """
 import sys
 from datatrove.pipeline.base import PipelineStep
 from datapipe.errors import DatapipeError, error_lines
-from pipelines.datatrove.engine import DatatroveOptions, Job, run_local
+from pipelines.datatrove.engine import DatatroveOptions, Job, run_in_turn
 from pipelines.datatrove.logs import datatrove_logs_to_logging
 
 class Fails(PipelineStep):
@@ -267,7 +267,7 @@ class Fails(PipelineStep):
 
 with datatrove_logs_to_logging():
     try:
-        run_local(Job("src/stage", "shards", [Fails()], 2, sys.argv[1]), DatatroveOptions(workers=2))
+        run_in_turn(Job("src/stage", "shards", [Fails()], 2, sys.argv[1]), DatatroveOptions(workers=2))
     except DatapipeError as e:
         print(error_lines(e), file=sys.stderr)
         sys.exit(2)

@@ -1,4 +1,4 @@
-"""Run a planned build on datatrove's executors: ``build_mixture --engine datatrove --executor local|slurm``.
+"""Run a planned build on datatrove's executors: ``build_mixture --engine datatrove --executor local|slurm|ray``.
 
 Every stage that is not done becomes a few executors (``pipelines/datatrove/steps.py``): its global phase if it has
 one (dedup: signatures -> buckets -> clusters; paragraphs: line keys -> buckets -> removals; quality cut-off: keys ->
@@ -10,13 +10,17 @@ skips the tasks datatrove marked complete and the shards datapipe committed.
 The console gets the Beam engine's lines (``report_stage``), nothing of datatrove's: its logs go to the build's log
 and the tasks' log folders (``pipelines/datatrove/logs.py``).
 
-Locally each executor runs in turn (``LocalPipelineExecutor``, ``--workers`` processes). On Slurm the executors form
-one chain of array jobs (each depends on the one before, ``afterok``); this process submits it and waits for the
-jobs, then writes the manifest like a local build.
+Locally each executor runs in turn (``LocalPipelineExecutor``, ``--workers`` processes); on Ray likewise
+(``RayPipelineExecutor``: each task an actor on any node of the cluster, ``--ray-address`` or a cluster of this
+machine alone; a task whose node dies is run again elsewhere, up to three times). On Slurm the executors form one
+chain of array jobs (each depends on the one before, ``afterok``); this process submits it and waits for the jobs,
+then writes the manifest like a local build. Which executor runs a phase is one table (:data:`IN_TURN`), not a
+switch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -36,7 +40,7 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
 
-EXECUTORS = ("local", "slurm")
+EXECUTORS = ("local", "slurm", "ray")
 SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +59,9 @@ class DatatroveOptions:
     cpus_per_task: int = 1
     mem_per_cpu_gb: int = 2
     poll_s: float = 2.0
+    ray_address: str | None = (
+        None  # ray: an existing cluster (HOST:PORT, or "auto"); default: one on this machine
+    )
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
@@ -65,6 +72,8 @@ class DatatroveOptions:
                 raise DatapipeError(f"--{name.replace('_', '-')} must be >= 1 (got {value})")
         if self.executor == "slurm" and not self.partition:
             raise DatapipeError("--executor slurm needs --partition (the Slurm partition to submit to)")
+        if self.ray_address is not None and self.executor != "ray":
+            raise DatapipeError("--ray-address is a flag of --executor ray")
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,31 @@ def _local(job: Job, opts: DatatroveOptions):
     )
 
 
+def _ray(job: Job, opts: DatatroveOptions):
+    from datatrove.executor.ray import RayPipelineExecutor
+    from loguru import logger
+
+    # its warning that the logging folder is local, once per executor: docs/running-on-ray.md says what every node
+    # must see (the output folder, logs included, at one path or URL)
+    logger.disable("datatrove.executor.ray")
+    try:
+        return RayPipelineExecutor(
+            pipeline=job.pipeline,
+            tasks=job.tasks,
+            workers=min(job.tasks, opts.workers or job.tasks),
+            logging_dir=job.logging_dir,
+            skip_completed=True,
+            cpus_per_task=opts.cpus_per_task,
+            mem_per_cpu_gb=opts.mem_per_cpu_gb,
+        )
+    finally:
+        logger.enable("datatrove.executor.ray")
+
+
+# the executors that run a stage's phases one after another, in this process: executor name -> factory
+IN_TURN = {"local": _local, "ray": _ray}
+
+
 def _slurm(job: Job, opts: DatatroveOptions, depends):
     from datatrove.executor import SlurmPipelineExecutor
 
@@ -186,8 +220,12 @@ class DatatroveEngine:
         self.workers = opts.workers or (os.cpu_count() or 1) if opts.executor == "local" else opts.tasks or 1
 
     def check(self, mixture: MixtureConfig) -> None:
-        """Slurm reachable, said before any work: ``sbatch`` and ``sinfo`` installed, the controller answering and
-        the partition known to it (otherwise the first submission fails after the work before it)."""
+        """Said before any work: Ray installed and its cluster reachable; Slurm's tools installed, the controller
+        answering and the partition known to it (otherwise the first submission fails after the work before it)."""
+        if self.opts.executor == "ray":
+            from pipelines.datatrove.ray import check_ray
+
+            check_ray(self.opts.ray_address)
         if self.opts.executor != "slurm":
             return
         missing = [tool for tool in ("sbatch", "squeue", "sinfo") if shutil.which(tool) is None]
@@ -227,7 +265,7 @@ def run_datatrove(
     todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
     if not todo:
         return
-    with datatrove_logs_to_logging():
+    with datatrove_logs_to_logging(), _cluster(opts):
         if opts.executor == "slurm":
             _run_slurm(mixture, todo, opts, report_stage)
             return
@@ -236,19 +274,30 @@ def run_datatrove(
             remove_temporaries(st.out_dir)  # left by a run killed mid-write
             with WaveProgress(watched([(sp, st)]), lambda _i, _s: None):
                 for job in stage_jobs(mixture, sp, st, opts):
-                    run_local(job, opts)
+                    run_in_turn(job, opts)
                     log_peaks(sp, st, job)
             if not is_done(st.out_dir):
                 raise DatapipeError(f"{st.out_dir}: datatrove finished without the stage's _SUCCESS")
             report_stage(sp, st, time.perf_counter() - t0)
 
 
-def run_local(job: Job, opts: DatatroveOptions) -> None:
-    """One executor on ``LocalPipelineExecutor``. A task that fails stops the build with one line: a
-    :class:`DatapipeError` as it is, anything else with the phase and the folder of the task logs holding its
-    traceback (``logs/task_NNNNN.log``)."""
+def _cluster(opts: DatatroveOptions):
+    """The Ray cluster the build's tasks run on, joined for the build (a no-op for the other executors)."""
+    if opts.executor != "ray":
+        return contextlib.nullcontext()
+    from pipelines.datatrove.ray import joined
+
+    return joined(opts.ray_address)
+
+
+def run_in_turn(job: Job, opts: DatatroveOptions) -> None:
+    """One executor (``IN_TURN``: local processes, or Ray actors). A task that fails stops the build with one line:
+    a :class:`DatapipeError` as it is, anything else with the phase and the folder of the task logs holding its
+    traceback (``logs/task_NNNNN.log``). Ray's executor returns when it gives up on a task instead of raising: the
+    tasks it left incomplete are that line too."""
+    executor = IN_TURN[opts.executor](job, opts)
     try:
-        _local(job, opts).run()
+        executor.run()
     except DatapipeError:
         raise
     except Exception as e:
@@ -257,6 +306,12 @@ def run_local(job: Job, opts: DatatroveOptions) -> None:
             f"{job.label} {job.phase}: a datatrove task failed ({type(e).__name__}: {said}); "
             f"its traceback is in {fs.join(job.logging_dir, 'logs')}/"
         ) from None
+    left = executor.get_incomplete_ranks(range(job.tasks))
+    if left:
+        raise DatapipeError(
+            f"{job.label} {job.phase}: {len(left)} of {job.tasks} datatrove task(s) did not finish (first: task "
+            f"{left[0]}); their logs are in {fs.join(job.logging_dir, 'logs')}/"
+        )
 
 
 def log_peaks(sp: SourcePlan, st: StagePlan, job: Job) -> None:
