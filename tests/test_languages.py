@@ -5,6 +5,7 @@ language-scripts from language ID, and one line for what cannot be judged."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -432,3 +433,19 @@ def test_simplify_is_datatrove_simplify_text(docs):
         == simplify_text(" Ça  coûte 12,5 € — déjà!\n")
         == "ca coute 0 € deja"
     )
+
+
+def test_spacy_is_loaded_without_torch_which_stays_importable():
+    """thinc (under spaCy) imports torch whenever it is installed (~400 MB a worker); the splitters load spaCy with
+    torch hidden from it, and torch is importable afterwards (the transformers scorer's)."""
+    pytest.importorskip("torch", reason="only with torch installed (make test-all)")
+    code = (
+        "import sys\n"
+        "from datapipe.languages import word_splitter\n"
+        "assert word_splitter('deu_Latn').split('Hallo Welt') == ['Hallo', 'Welt']\n"
+        "assert 'torch' not in sys.modules, 'thinc imported torch'\n"
+        "import torch, thinc.compat\n"
+        "assert not thinc.compat.has_torch and torch.zeros(1).shape == (1,)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -29,9 +29,9 @@ POLICY_SUBSTRINGS = (
 
 @cache
 def _sentencizer():
-    import spacy
+    from datapipe.languages.spacy_words import spacy_without_torch
 
-    nlp = spacy.blank("en")
+    nlp = spacy_without_torch().blank("en")
     nlp.add_pipe("sentencizer")
     return nlp
 

@@ -18,20 +18,44 @@ Results are memoized per chunk. ``tests/test_filters.py`` checks the output agai
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from functools import cache
 from itertools import accumulate, chain
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
+
+
+def spacy_without_torch() -> Any:
+    """spaCy, imported so that its machine-learning library does not import torch.
+
+    thinc (under spaCy) imports torch whenever torch is installed (``thinc/compat.py``), though splitting words
+    needs none of it: with the ``transformers`` extra installed, a worker that loads every benchmarked language held
+    1,926 MiB against 1,536 allowed (tests/test_languages.py), torch being the difference. So thinc's compatibility
+    module is imported first with ``torch`` hidden (``import torch`` then fails, and thinc records that it has no
+    torch); torch stays importable for everything else (the transformers scorer imports it as usual). Nothing is
+    hidden when torch or thinc is already loaded."""
+    if "torch" not in sys.modules and "thinc.compat" not in sys.modules:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+        try:
+            import thinc.compat  # noqa: F401
+        except ImportError:
+            pass
+        finally:
+            if sys.modules.get("torch", False) is None:
+                del sys.modules["torch"]
+    import spacy
+
+    return spacy
 
 
 class WordSplitter:
     """``split(text)`` == ``[t.text.strip() for t in spacy.blank(lang)(text) if t.text.strip()]``."""
 
     def __init__(self, language: str = "en", memo_size: int = 1_000_000) -> None:
-        import spacy
+        spacy = spacy_without_torch()
 
         self.language = language
         # shortcuts that hold for English's affix patterns (checked against spaCy on every fixture document)
