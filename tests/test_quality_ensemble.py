@@ -144,20 +144,18 @@ def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):
 
 
 class _Counting:
-    """A scorer that counts the documents it scored."""
+    """A real scorer, and the documents it was asked to score."""
 
-    url = "counting"
-
-    def __init__(self) -> None:
-        self.scored = 0
+    def __init__(self, scorer) -> None:
+        self.scorer, self.url, self.scored = scorer, scorer.url, 0
 
     def scores(self, texts: list[str]) -> np.ndarray:
         self.scored += len(texts)
-        return np.array([len(t) % 97 / 97 for t in texts])
+        return self.scorer.scores(texts)
 
 
 @pytest.mark.parametrize("ensemble", [True, False])
-def test_the_shard_pass_reads_the_first_passs_scores(tmp_path, fixture_texts, ensemble):
+def test_the_shard_pass_reads_the_first_passs_scores(scorers, tmp_path, fixture_texts, ensemble):
     """Each document is scored once, not once per pass (a transformers scorer would cost twice): the shard pass
     reads the scores the first pass kept, which the commit removes; the selection is the one scoring again gives."""
     from datapipe.config.stages import ClassifierRef, EnsembleConfig, QualityConfig
@@ -169,7 +167,8 @@ def test_the_shard_pass_reads_the_first_passs_scores(tmp_path, fixture_texts, en
     docs = [{"id": str(i), "text": t, "metadata": {}} for i, t in enumerate(fixture_texts[:1100])]
     (tmp_path / "in").mkdir()
     write_records_atomic(str(tmp_path / "in" / "part-00000.jsonl.zst"), docs)
-    refs = (ClassifierRef("a", "unused"), ClassifierRef("b", "unused"))
+    ft, emb = scorers  # the fixture recipe's fastText and embedding scorers
+    refs = (ClassifierRef("a", ft), ClassifierRef("b", emb))
     config = (
         QualityConfig(
             refs, "ensemble", ensemble=EnsembleConfig(4, "mean", (("a", 1.0), ("b", 1.0))), min_bucket=2
@@ -181,7 +180,9 @@ def test_the_shard_pass_reads_the_first_passs_scores(tmp_path, fixture_texts, en
     outs = {}
     for cached in (True, False):
         stage = QualityStage("s", config, str(tmp_path / "in"), str(tmp_path / f"out{cached}"))
-        stage._models = {"a": _Counting(), "b": _Counting()}
+        stage.setup()
+        assert stage._models is not None
+        stage._models = {name: _Counting(m) for name, m in stage._models.items()}
         parts = [stage.selection_array(shard)]
         stage.write_global_report(stage.selection_report(parts))
         if not cached:  # as a build whose first pass kept nothing: the shard pass scores again
