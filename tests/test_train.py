@@ -229,6 +229,64 @@ def test_attention_stays_within_documents():
     assert np.allclose(a[0, 12:], alone[0], atol=1e-5)
 
 
+def test_the_fused_attention_call_has_the_einsum_paths_conventions():
+    """The cuDNN path is ``jax.nn.dot_product_attention``; run through its XLA implementation here (no GPU), it must
+    give what the einsum path gives: the same head grouping, layout, and document mask, padding included."""
+    import jax.numpy as jnp
+
+    from datapipe.train import model as m
+
+    cfg = replace(m.PRESETS["tiny"], n_heads=8, n_kv_heads=2, vocab_size=256, compute_dtype="float32")
+    rng = np.random.default_rng(1)
+    b, t, dh = 2, 48, cfg.dh
+    q = jnp.asarray(rng.normal(size=(b, t, 8, dh)), jnp.float32)
+    k, v = (jnp.asarray(rng.normal(size=(b, t, 2, dh)), jnp.float32) for _ in range(2))
+    seg = jnp.asarray(np.repeat([[0, 1, 2, -1], [5, 6, 7, 8]], 12, axis=1), jnp.int32)
+    mask = m.attention_mask(seg)
+    fused = m.fused_attention(q, k, v, mask, "xla")
+    groups = q.reshape(b, t, 2, 4, dh)
+    scores = jnp.einsum("bqkgd,bskd->bkgqs", groups, k) / np.sqrt(dh)
+    probs = jax.nn.softmax(jnp.where(mask, scores, jnp.finfo(jnp.float32).min), axis=-1)
+    ref = jnp.einsum("bkgqs,bskd->bqkgd", probs, v).reshape(b, t, 8, dh)
+    assert np.allclose(fused, ref, atol=1e-5)
+    # the same check through a whole forward pass, the kernel chosen by the model's setting
+    params = m.init_params(cfg, jax.random.PRNGKey(0))
+    ids = jnp.asarray(rng.integers(0, 256, (b, t)), jnp.int32)
+    einsum = m.forward(params, ids, seg, replace(cfg, attention="xla"))
+    fused_call = m.fused_attention
+    try:  # route the model's cuDNN branch to the XLA implementation of the same call
+        m.fused_attention = lambda q, k, v, mask, implementation: fused_call(q, k, v, mask, "xla")
+        via_fused = m.forward(params, ids, seg, replace(cfg, attention="cudnn"))
+    finally:
+        m.fused_attention = fused_call
+    assert np.allclose(einsum, via_fused, atol=1e-4)
+
+
+def test_the_attention_kernel_is_chosen_by_device_and_shape():
+    from datapipe.train.model import PRESETS, attention_kernel
+
+    one_b = PRESETS["1b"]
+    assert attention_kernel(one_b) == "xla"  # this machine has no GPU
+    assert attention_kernel(one_b, backend="gpu") == "cudnn"
+    assert attention_kernel(replace(one_b, compute_dtype="float32"), backend="gpu") == "xla"
+    assert attention_kernel(replace(one_b, head_dim=256), backend="gpu") == "xla"
+    assert attention_kernel(replace(one_b, attention="cudnn")) == "cudnn"
+    assert attention_kernel(replace(one_b, attention="xla"), backend="gpu") == "xla"
+    with pytest.raises(ValueError, match="attention must be one of"):
+        attention_kernel(replace(one_b, attention="flash"))
+
+
+def test_the_remat_policy_that_keeps_attention_changes_no_loss(manifest, tmp_path):
+    runs = []
+    for policy in ("dots_no_batch", "dots_attention"):
+        over = parse_overrides(BASE)
+        over.update(mixture=manifest, model={"preset": "tiny", "remat": policy}, steps=3)
+        cfg = load_train_config(None, {**over, "run_dir": str(tmp_path / policy)})
+        assert cfg.model.remat == policy
+        runs.append(Trainer(cfg, verbose=False).train().losses)
+    assert runs[0] == runs[1]
+
+
 def test_schedules_and_flops():
     from datapipe.train.config import LrSchedule
     from datapipe.train.model import PRESETS
@@ -263,6 +321,16 @@ def test_config_errors_are_one_line(manifest, tmp_path):
                 "steps": 1,
                 "run_dir": str(tmp_path),
                 "optimizer": {"lr": {"schedule": "linear"}},
+            },
+        )
+    with pytest.raises(ConfigError, match="model.attention"):
+        load_train_config(
+            None,
+            {
+                "mixture": manifest,
+                "model": {"preset": "tiny", "attention": "flash"},
+                "steps": 1,
+                "run_dir": "x",
             },
         )
     with pytest.raises(ConfigError, match="microbatch"):

@@ -94,7 +94,12 @@ def _position(instance: Any, path) -> list[int]:
 
 def _problems(err: ValidationError) -> list[tuple[str, str]]:
     """(field path, message) for each problem one validation error stands for (an object with three unknown keys
-    is three problems)."""
+    is three problems). A value that fits none of a ``oneOf``/``anyOf`` (``model: a preset name or {...}``) is
+    judged by the alternative of its own JSON type, so the line names the field inside it that is wrong."""
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        own = [e for e in err.context if e.validator != "type" or len(e.relative_path) > 0]
+        if own:
+            return [p for e in own for p in _problems(e)]
     if "propertyNames" in err.schema_path:  # the instance is the offending key itself
         base = _field_path(err.absolute_path)
         key = str(err.instance)

@@ -11,11 +11,12 @@ Every parameter has named logical axes (:data:`PARAM_AXES`); ``datapipe.train.sh
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 from jax.sharding import NamedSharding, PartitionSpec
 
 Params = dict[str, Any]
@@ -65,7 +66,8 @@ class ModelConfig:
     rope_scaling: RopeScaling | None = None
     norm_eps: float = 1e-5
     compute_dtype: str = "bfloat16"
-    remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch
+    remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch | dots_attention
+    attention: str = "auto"  # auto | xla | cudnn: see attention_kernel
     init_std: float = 0.02
     context_length: int = 0  # the context a model states (an imported one's); 0: the length it is trained on
 
@@ -198,6 +200,33 @@ def attention_mask(segment_ids: jax.Array) -> jax.Array:
     return (causal[None] & same)[:, None, None]
 
 
+ATTENTION_KERNELS = ("auto", "xla", "cudnn")
+
+
+def attention_kernel(cfg: ModelConfig, backend: str | None = None) -> str:
+    """The attention kernel a model runs with: ``xla`` (einsums, softmax in fp32: the reference, on any device) or
+    ``cudnn`` (cuDNN's fused flash attention through ``jax.nn.dot_product_attention``: the [q, k] scores never reach
+    device memory). ``auto`` takes cuDNN on a GPU when the shapes are ones it fuses (bf16/fp16, head_dim a multiple
+    of 8 up to 128). Why it matters: at seq_len 4096 the XLA path writes and re-reads fp32 scores of
+    ``batch x heads x 4096^2`` per layer, which bounds the 1b preset's MFU on an H200 (docs/benchmarks.md)."""
+    if cfg.attention not in ATTENTION_KERNELS:
+        raise ValueError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {cfg.attention!r}")
+    if cfg.attention != "auto":
+        return cfg.attention
+    fusable = cfg.compute_dtype in ("bfloat16", "float16") and cfg.dh % 8 == 0 and cfg.dh <= 128
+    return "cudnn" if fusable and (backend or jax.default_backend()) == "gpu" else "xla"
+
+
+def fused_attention(q, k, v, mask, implementation: Literal["xla", "cudnn"]) -> jax.Array:
+    """``jax.nn.dot_product_attention`` on ``[batch, seq, heads, head_dim]`` (grouped kv heads), the layout and head
+    grouping of the einsum path. The mask (causal and same document, :func:`attention_mask`) becomes an additive
+    bias; ``is_causal`` lets cuDNN skip the blocks above the diagonal. ``implementation="xla"`` is the same call on
+    any device, which is how the tests pin the conventions without a GPU."""
+    return jax.nn.dot_product_attention(
+        q, k, v, mask=mask[:, 0], is_causal=True, implementation=implementation
+    )
+
+
 def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype) -> jax.Array:
     b, t, _ = x.shape
     q = jnp.einsum("btd,dhk->bthk", x, lp["wq"].astype(dtype))
@@ -205,12 +234,16 @@ def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype) -> jax.Array:
     v = jnp.einsum("btd,dhk->bthk", x, lp["wv"].astype(dtype))
     freqs = rope_frequencies(cfg)
     q, k = _rotary(q, positions, freqs), _rotary(k, positions, freqs)
-    groups = cfg.n_heads // cfg.n_kv_heads
-    q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
-    scores = jnp.einsum("bqkgd,bskd->bkgqs", q, k).astype(jnp.float32) / np.sqrt(cfg.dh)
-    scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
-    probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
-    out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v).reshape(b, t, cfg.n_heads, cfg.dh)
+    if attention_kernel(cfg) == "cudnn":
+        out = fused_attention(q, k, v, mask, "cudnn")
+    else:
+        groups = cfg.n_heads // cfg.n_kv_heads
+        q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
+        scores = jnp.einsum("bqkgd,bskd->bkgqs", q, k).astype(jnp.float32) / np.sqrt(cfg.dh)
+        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+        probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
+        out = jnp.einsum("bkgqs,bskd->bqkgd", probs, v).reshape(b, t, cfg.n_heads, cfg.dh)
+    out = checkpoint_name(out, "attention")
     return jnp.einsum("bthk,hkd->btd", out, lp["wo"].astype(dtype))
 
 
@@ -225,6 +258,11 @@ REMAT_POLICIES = {
     "full": jax.checkpoint_policies.nothing_saveable,
     "dots": jax.checkpoint_policies.checkpoint_dots,
     "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    # also keep each layer's attention output, so the backward pass does not run attention forward again
+    "dots_attention": jax.checkpoint_policies.save_from_both_policies(
+        jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+        jax.checkpoint_policies.save_only_these_names("attention"),
+    ),
 }
 
 
