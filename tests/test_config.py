@@ -179,3 +179,30 @@ def test_unknown_bundled_mixture():
     with pytest.raises(ConfigError) as info:
         load_mixture("no_such_mixture.yaml", search=(BUNDLED,))
     assert "dclm_phase3.yaml" in str(info.value)
+
+
+def test_the_reader_table_and_the_schema_name_the_same_formats():
+    import schemas
+    from datapipe.io.readers import FORMATS, input_format
+
+    enum = _find_format_enum(schemas.load("mixture"))
+    assert sorted(enum) == sorted(FORMATS)
+    assert [name for name, f in FORMATS.items() if f.pages] == ["warc"]
+    with pytest.raises(ValueError, match="unknown format 'html'"):
+        input_format("html")
+
+
+def _find_format_enum(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("format"), dict) and "enum" in node["format"]:
+            return node["format"]["enum"]
+        for v in node.values():
+            found = _find_format_enum(v)
+            if found is not None:
+                return found
+    elif isinstance(node, list):
+        for v in node:
+            found = _find_format_enum(v)
+            if found is not None:
+                return found
+    return None

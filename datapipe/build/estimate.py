@@ -135,17 +135,18 @@ def _count_prefix(url: str, src: SourceConfig, limit: int) -> tuple[int, int, li
 
 def sample_source(src: SourceConfig, files: list[str]) -> SourceSample:
     """Document count and text size of one source's inputs, from the start of its first file."""
+    from datapipe.io.readers import input_format
+
     sizes = [fs.size(u) for u in files]
     total = sum(sizes)
     if not files:
         return SourceSample(0, 0, 0.0)
-    if src.format == "parquet":
-        import pyarrow.parquet as pq
-
+    fmt = input_format(src.format)
+    if fmt.rows is not None:  # the files say how many records they hold
         docs = 0
         for url in files:
             with fs.fsspec_open(url, "rb") as f:
-                docs += pq.ParquetFile(f).metadata.num_rows
+                docs += fmt.rows(f)
         _, _, records = _count_prefix(files[0], src, sizes[0])
         exact = True
     elif total <= SAMPLE_BYTES:  # small: every file read whole, the count is exact
@@ -165,7 +166,7 @@ def sample_source(src: SourceConfig, files: list[str]) -> SourceSample:
     sample = SourceSample(total, docs, 0.0, exact=exact)
     if not records:
         return sample
-    if src.format == "warc":
+    if fmt.pages:
         from datapipe.extract.html import HtmlExtractor
 
         extract = HtmlExtractor()

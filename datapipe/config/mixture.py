@@ -67,12 +67,14 @@ class SourceConfig:
 
     def reader_config(self) -> dict[str, Any]:
         """What the extract stage's output depends on (part of its version hash)."""
+        from datapipe.io.readers import input_format  # the readers (pyarrow) load only when a build plans
+
         out: dict[str, Any] = {
             "format": self.format,
             "text_field": self.text_field,
             "id_field": self.id_field,
         }
-        if self.format == "warc":
+        if input_format(self.format).pages:
             out["extract"] = self.extract.to_dict()
         elif "max_record_bytes" in (ex := self.extract.to_dict()):
             out["max_record_bytes"] = ex["max_record_bytes"]

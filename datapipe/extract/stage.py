@@ -18,7 +18,7 @@ from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
 from datapipe.io import fs
 from datapipe.io.jsonl import write_records_atomic
-from datapipe.io.readers import read_shard
+from datapipe.io.readers import input_format, read_shard
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
 from datapipe.langid.identifier import LanguageIdentifier, LanguageSelection
@@ -74,7 +74,7 @@ class ExtractStage:
 
     def setup(self) -> None:
         cfg = self.source_config
-        if cfg.format == "warc" and cfg.extract.timeout_s > 0 and self._sandbox is None:
+        if input_format(cfg.format).pages and cfg.extract.timeout_s > 0 and self._sandbox is None:
             self._sandbox = Sandbox(self.extractor.extract, cfg.extract.timeout_s, warmup=WARMUP_PAGE)
             self._sandbox.start()  # the child imports while the model below loads and the first batch is read
         if cfg.langid is not None and self._lid is None:

@@ -16,8 +16,9 @@ empty shard (``not_records["read/empty_file"]``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
 
 import fsspec
 import orjson
@@ -221,22 +222,90 @@ def check_text_field(url: str, text_field: str) -> None:
         )
 
 
+def _check_parquet(url: str, f: IO[bytes], text_field: str) -> None:
+    open_parquet(url, f, text_field)
+
+
+def _check_jsonl(url: str, f: IO[bytes], text_field: str) -> None:
+    check_magic(url, f.read(8))
+    check_text_field(url, text_field)
+
+
+def _check_warc(url: str, f: IO[bytes], text_field: str) -> None:
+    check_start(url, f.read(1 << 16))
+
+
+def _parquet_rows(f: IO[bytes]) -> int:
+    return pq.ParquetFile(f).metadata.num_rows
+
+
+Reader = Callable[[Shard, str, str, str, ReadTally, "int | None", "int | None"], Iterator[dict]]
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format a source can name (``format:`` in a mixture). Every place that depends on the format reads
+    it from this row: the build's first look at each input (:func:`check_shard`), the readers (:func:`read_shard`),
+    what the extract stage's version hash covers and whether it runs the HTML extractor, and the dry run's
+    estimate. A new format is a new row (and its name in ``schemas/mixture.schema.json``, which a test compares)."""
+
+    name: str
+    pages: bool  # records are web pages for the extractor (WARC responses), not text
+    check: Callable[[str, IO[bytes], str], None]  # (url, the open file, text_field): raise InputError
+    read: Reader  # (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes)
+    rows: Callable[[IO[bytes]], int] | None = None  # the record count the file states (Parquet's footer)
+
+
+FORMATS: dict[str, InputFormat] = {
+    f.name: f
+    for f in (
+        InputFormat(
+            "jsonl",
+            False,
+            _check_jsonl,
+            lambda shard, source, text, ident, tally, cap, _html: read_jsonl(
+                shard, source, text, ident, tally, cap
+            ),
+        ),
+        InputFormat(
+            "parquet",
+            False,
+            _check_parquet,
+            lambda shard, source, text, ident, tally, cap, _html: read_parquet(
+                shard, source, text, ident, tally, cap
+            ),
+            rows=_parquet_rows,
+        ),
+        InputFormat(
+            "warc",
+            True,
+            _check_warc,
+            lambda shard, source, _text, _ident, tally, cap, html: read_warc(
+                shard, source, tally, html or UNLIMITED, cap or UNLIMITED
+            ),
+        ),
+    )
+}
+
+
+def input_format(name: str) -> InputFormat:
+    """The row of a format; the mixture schema has already refused any other name, so a miss is a bug."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r} (formats: {', '.join(FORMATS)})") from None
+
+
 def check_shard(url: str, fmt: str, text_field: str) -> None:
     """Raise :class:`InputError` when a file cannot be read as ``fmt`` at all, from a cheap look at its start (or,
     for Parquet, its footer). Run on every input before any stage starts, such a file stops the build with one line
     naming it, instead of failing a worker part-way through a pipeline. Damage further into a file is left to the
     readers, which count what it costs."""
+    row = input_format(fmt)
     if fs.size(url) == 0:
         return  # an empty shard
     with fsspec.open(url, "rb") as f:
-        if fmt == "parquet":
-            open_parquet(url, f, text_field)
-        elif fmt == "jsonl":
-            check_magic(url, f.read(8))
-        elif fmt == "warc":
-            check_start(url, f.read(1 << 16))
-    if fmt == "jsonl":
-        check_text_field(url, text_field)
+        row.check(url, f, text_field)
 
 
 def read_shard(
@@ -254,14 +323,9 @@ def read_shard(
     (where the format allows: a JSONL line or a WARC record is dropped as it streams by; pyarrow hands a Parquet
     value over whole): ``max_html_bytes`` for a WARC response's page once decoded, ``max_record_bytes`` for every
     other record (a JSONL line, a Parquet text value, a WET conversion). None: no cap."""
+    row = input_format(fmt)
     if fs.size(shard.url) == 0:  # no records, whatever the format (pyarrow would call it not Parquet)
         log.warning("%s: empty file", shard.url)
         tally.not_a_record("read/empty_file")
         return iter(())
-    if fmt == "jsonl":
-        return read_jsonl(shard, source, text_field, id_field, tally, max_record_bytes)
-    if fmt == "parquet":
-        return read_parquet(shard, source, text_field, id_field, tally, max_record_bytes)
-    if fmt == "warc":
-        return read_warc(shard, source, tally, max_html_bytes or UNLIMITED, max_record_bytes or UNLIMITED)
-    raise ValueError(f"unknown format {fmt!r}")
+    return row.read(shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes)
