@@ -62,7 +62,7 @@ def test_a_failing_worker_exits_with_a_failure():
 def _program(body: str) -> subprocess.CompletedProcess:
     code = (
         "import atexit, sys\n"
-        "from pipelines.quick_exit import run_then_exit\n"
+        "from datapipe.runtime.quick_exit import run_then_exit\n"
         "atexit.register(lambda: print('atexit ran'))\n"
         f"def main():\n{body}\n"
         "run_then_exit(main)\n"

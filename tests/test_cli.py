@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -38,8 +40,7 @@ def test_inspect_bad_path_is_one_line(tmp_path):
 
 
 def test_build_runs_the_launcher_and_passes_its_status(built_small, small_mixture, tmp_path):
-    """``datapipe build`` is the engines' launcher run as a child: its plan on stdout, its one-line errors and exit
-    statuses unchanged."""
+    """``datapipe build`` is the launcher: its plan on stdout, its one-line errors and exit statuses."""
     out, _ = built_small
     proc = _datapipe("build", "--mixture", str(small_mixture), "--output", str(out), "--dry-run")
     assert proc.returncode == 0, proc.stderr
@@ -95,3 +96,40 @@ def test_lineage_of_a_missing_folder_says_so(tmp_path):
     proc = _datapipe("lineage", str(tmp_path / "nowhere"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {tmp_path / 'nowhere'}: no such build folder (give a build's output folder or a run folder)"  # fmt: skip
+
+
+def test_build_runs_in_this_process_through_the_engine_registry(built_small, small_mixture, capsys):
+    """No exec and no child: the CLI calls the launcher, which finds the engines by entry point."""
+    from datapipe.build.engines import registered
+    from datapipe.cli import main
+
+    assert list(registered()) == ["beam", "datatrove"]  # the default first
+    out, _ = built_small
+    with pytest.raises(SystemExit) as done:
+        main(["build", "--mixture", str(small_mixture), "--output", str(out), "--dry-run"])
+    assert done.value.code == 0
+    assert f"plan for {out}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "flags, line",
+    [
+        (
+            ["--engine", "datatrove", "--global-shuffle", "files"],
+            "--global-shuffle is a flag of --engine beam",
+        ),
+        (
+            ["--executor", "ray"],
+            "--executor is a flag of --engine datatrove; this build runs on --engine beam",
+        ),
+        (["--engine", "datatrove", "--runner=X"], "unknown argument(s) with --engine datatrove: --runner=X"),
+    ],
+)
+def test_a_flag_of_another_engine_is_one_line(flags, line, capsys):
+    from datapipe.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["build", "--mixture", "dclm_phase3.yaml", *flags])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and line in err and err.count("\n") == 1

@@ -24,7 +24,7 @@ examples:
 """
 
 
-def add_train_parser(sub) -> None:
+def add_train_parser(sub) -> argparse.ArgumentParser:
     t = sub.add_parser(
         "train",
         help="train the bundled JAX model on a mixture manifest (resumes from the latest checkpoint)",
@@ -64,6 +64,7 @@ def add_train_parser(sub) -> None:
     t.add_argument(
         "overrides", nargs="*", help="dotted.key=value (YAML values): optimizer.lr.lr=1e-3 mesh.model=2"
     )
+    return t
 
 
 def _checkpoint_parser(sub, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
@@ -74,7 +75,7 @@ def _checkpoint_parser(sub, name: str, help: str, epilog: str) -> argparse.Argum
     return p
 
 
-def add_export_parser(sub) -> None:
+def add_export_parser(sub) -> argparse.ArgumentParser:
     e = _checkpoint_parser(
         sub,
         "export-hf",
@@ -88,6 +89,7 @@ def add_export_parser(sub) -> None:
     e.add_argument(
         "--max-shard-size", default="5GB", help="split model.safetensors above this size (default 5GB)"
     )
+    return e
 
 
 def _positive(text: str) -> int:
@@ -97,7 +99,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def add_evaluate_parser(sub) -> None:
+def add_evaluate_parser(sub) -> argparse.ArgumentParser:
     e = _checkpoint_parser(
         sub,
         "eval",
@@ -114,6 +116,7 @@ def add_evaluate_parser(sub) -> None:
         help="evaluate even when eval.jsonl holds this evaluation (same checkpoint, manifest and options), "
         "which is otherwise printed again with `eval: skipped (cached)`",
     )
+    return e
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

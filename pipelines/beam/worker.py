@@ -4,14 +4,14 @@
 the runner closes its control stream. By then every bundle has finished and every ``DoFn.teardown`` has run (all
 our outputs are written and renamed inside the bundles), so what is left of a normal exit is freeing the worker's
 heap: ~0.4-0.7 s for a worker that holds fastText, spaCy and a tokenizer, and the FnApiRunner stops its workers one
-after another. See :mod:`pipelines.quick_exit`.
+after another. See :mod:`datapipe.runtime.quick_exit`.
 """
 
 from __future__ import annotations
 
 import sys
 
-from pipelines.quick_exit import run_then_exit
+from datapipe.runtime.quick_exit import run_then_exit
 
 
 def main() -> None:

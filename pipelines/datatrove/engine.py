@@ -39,8 +39,8 @@ from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
+from pipelines.datatrove.entry import EXECUTORS
 
-EXECUTORS = ("local", "slurm", "ray")
 SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller
 LOG = logging.getLogger(__name__)
 

@@ -1,0 +1,42 @@
+"""``datapipe export-clusters STAGE``: a dedup stage's duplicate clusters (or its verified edges) as JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+
+from datapipe.cli.command import subcommand
+from datapipe.io import fs
+
+NAME = "export-clusters"
+
+
+def run(args: argparse.Namespace) -> int:
+    from datapipe.report.clusters import export_edges, export_lines
+
+    stage = args.stage.rstrip("/")
+    lines = list(export_edges(stage) if args.edges else export_lines(stage))
+    if args.out:
+        fs.write_text_atomic(args.out, "".join(line + "\n" for line in lines))
+        print(f"{len(lines)} {'edge' if args.edges else 'cluster'}(s) -> {args.out}")
+    else:
+        for line in lines:
+            print(line)
+    return 0
+
+
+def add_parser(sub) -> None:
+    ec = subcommand(
+        sub,
+        "export-clusters",
+        "a dedup stage's duplicate clusters as JSON lines: each kept copy and the copies removed for it",
+        "examples:\n  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa\n"
+        "  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa --out /tmp/clusters.jsonl",
+    )
+    ec.add_argument("stage", help="a dedup stage folder")
+    ec.add_argument("--out", help="write the lines there instead of to stdout")
+    ec.add_argument(
+        "--edges",
+        action="store_true",
+        help="the verified MinHash edges instead (a stage with keep_edges: true)",
+    )
+    ec.set_defaults(run=run)

@@ -1,0 +1,33 @@
+"""The Beam engine's entry in the engine registry (``datapipe.build.engines``; entry point ``beam``).
+
+Light to import: Beam itself loads in :meth:`BeamEntry.make`, when a build runs on it."""
+
+from __future__ import annotations
+
+import argparse
+
+from datapipe.build.run import Engine
+
+
+class BeamEntry:
+    name = "beam"
+    summary = "Apache Beam (default); the runner is chosen by Beam's own flags (--runner ...)"
+
+    def add_flags(self, group: argparse._ArgumentGroup) -> None:
+        group.add_argument(
+            "--global-shuffle",
+            choices=("auto", "files", "beam"),
+            default="auto",
+            help="how the dedup and paragraph global phases group keys: through partitioned files on disk "
+            "(bounded memory) or Beam's GroupByKey; auto (default): files on the DirectRunner, which holds a "
+            "GroupByKey in memory, else beam",
+        )
+
+    def make(self, args: argparse.Namespace, extra: list[str], known: list[str]) -> Engine:
+        from pipelines.beam.engine import BeamEngine, check_beam_flags
+
+        check_beam_flags(extra, known)  # what the launcher does not know must be a Beam pipeline option
+        return BeamEngine(extra, args.global_shuffle)
+
+
+ENGINE = BeamEntry()
