@@ -31,17 +31,16 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import best_of, documents  # noqa: E402
 
-from datapipe.config.stages import TokenizerConfig  # noqa: E402
+from datapipe import TokenizerConfig, load_tokenizer  # noqa: E402
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_rows_npy  # noqa: E402
 from datapipe.store.tensorstore_spec import open_array  # noqa: E402
-from datapipe.tokenize.tokenizer import load_tokenizer  # noqa: E402
 
 LONG_DOC = """
 import sys, time
 sys.path.insert(0, {repo!r}); sys.path.insert(0, {bench!r})
 from corpus import documents
-from datapipe.config.stages import TokenizerConfig
-from datapipe.tokenize.tokenizer import load_tokenizer
+from datapipe import TokenizerConfig
+from datapipe import load_tokenizer
 texts = [t for _, t in documents(3000) if t.isascii()]
 parts, size = [], 0
 while size < 64 * 2**20:

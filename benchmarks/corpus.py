@@ -21,10 +21,7 @@ CORPORA = REPO / "tests" / "fixtures" / "corpora"
 
 def fixture_documents() -> Iterator[tuple[str, str]]:
     sys.path.insert(0, str(REPO))
-    from datapipe.extract.html import HtmlExtractor
-    from datapipe.io.readers import read_shard
-    from datapipe.io.shards import make_shards
-    from datapipe.io.tally import ReadTally
+    from datapipe import HtmlExtractor, ReadTally, make_shards, read_shard
 
     extractor = HtmlExtractor()
     formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}
@@ -96,12 +93,11 @@ def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float])
     import os
 
     sys.path.insert(0, str(REPO))
-    from datapipe.config.stages import TokenizerConfig
+    from datapipe import TokenizerConfig, load_tokenizer
     from datapipe.io import fs
     from datapipe.store.cache import FIELD, LEDGER, make_ledger, write_ledger
     from datapipe.store.jagged import write_jagged
     from datapipe.store.manifest import Component, write_manifest
-    from datapipe.tokenize.tokenizer import load_tokenizer
 
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
     rows = tok.encode_arrays([t for _, t in documents(docs)])

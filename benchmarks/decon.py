@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import documents  # noqa: E402
 
+from datapipe import normalize  # noqa: E402
 from datapipe.config.stages import DeconConfig, EvalSet  # noqa: E402
 from datapipe.decon.stage import DeconStage  # noqa: E402
-from datapipe.dedup.normalize import normalize  # noqa: E402
 from datapipe.runtime.stats import StageStats  # noqa: E402
 
 N = 13

@@ -29,13 +29,12 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))
 
 from corpus import CORPORA, documents  # noqa: E402
 
+from datapipe import MinHasher, Shard, normalize, read_records  # noqa: E402
 from datapipe.config.stages import DedupConfig, MinHashConfig  # noqa: E402
 from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics  # noqa: E402
-from datapipe.dedup.minhash import MinHasher, Shingler  # noqa: E402
-from datapipe.dedup.normalize import normalize  # noqa: E402
+from datapipe.dedup.minhash import Shingler  # noqa: E402
 from datapipe.dedup.stage import DedupStage  # noqa: E402
-from datapipe.io.jsonl import read_records, write_records_atomic  # noqa: E402
-from datapipe.io.shards import Shard  # noqa: E402
+from datapipe.io.jsonl import write_records_atomic  # noqa: E402
 from pipelines.beam.dedup import run_dedup_global  # noqa: E402
 from pipelines.beam.quiet import PipelineOptions  # noqa: E402
 

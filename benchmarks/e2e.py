@@ -611,7 +611,7 @@ def run_datatrove_on_our_text(ours_out: Path, work: Path, alpha_rule: bool) -> P
 
 
 def kept_ours(out: Path, stage: str = "dedup") -> set[str]:
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
 
     parts = sorted(glob.glob(str(out / "web" / f"{stage}-*" / "part-*.jsonl.zst")))
     if not parts:
@@ -765,8 +765,7 @@ def main() -> None:
         print(f"e2e: {len(pages)} real pages from Debian packages", flush=True)
         model = train_classifier(work)
         sys.path.insert(0, str(REPO))
-        from datapipe.config.stages import TokenizerConfig
-        from datapipe.tokenize.tokenizer import load_tokenizer
+        from datapipe import TokenizerConfig, load_tokenizer
 
         tokenizer = str(work / "gpt2-tokenizer.json")
         load_tokenizer(TokenizerConfig("builtin:gpt2")).tokenizer.save(tokenizer)

@@ -31,13 +31,10 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from resiliparse.parse.encoding import bytes_to_str  # noqa: E402
 
-from datapipe.config.mixture import load_mixture  # noqa: E402
+from datapipe import FilterDoc, Shard, build_chain, load_mixture  # noqa: E402
 from datapipe.config.stages import LangidConfig  # noqa: E402
 from datapipe.extract.stage import ExtractStage  # noqa: E402
-from datapipe.filters.document import FilterDoc  # noqa: E402
-from datapipe.filters.presets import build_chain  # noqa: E402
 from datapipe.io.models import bundled_model_path, load_fasttext  # noqa: E402
-from datapipe.io.shards import Shard  # noqa: E402
 from pipelines.mixtures import BUNDLED  # noqa: E402
 
 CORPORA = REPO / "tests" / "fixtures" / "corpora"

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import token_mixture  # noqa: E402
 
-from datapipe.data.loader import MixtureLoader  # noqa: E402
+from datapipe import MixtureLoader  # noqa: E402
 from datapipe.store.cache import FIELD  # noqa: E402
 from datapipe.store.tensorstore_spec import open_array  # noqa: E402
 

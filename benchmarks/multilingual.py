@@ -39,8 +39,8 @@ import numpy as np  # noqa: E402
 from fineweb2_peer import datatrove_decision, datatrove_filters  # noqa: E402
 from lo_help import documents  # noqa: E402
 
+from datapipe import FilterDoc  # noqa: E402
 from datapipe.dedup.wordsig import WordMinHash  # noqa: E402
-from datapipe.filters.document import FilterDoc  # noqa: E402
 from datapipe.filters.fineweb2 import fineweb2_rules  # noqa: E402
 from datapipe.filters.presets import FilterChain  # noqa: E402
 from datapipe.languages import language_config, word_splitter  # noqa: E402

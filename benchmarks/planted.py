@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from datapipe import Shard
 from datapipe.config.stages import DedupConfig, MinHashConfig
 from datapipe.dedup.spill import BAND, KEY
 from datapipe.dedup.stage import DedupStage
-from datapipe.io.shards import Shard
 
 BANDS, ROWS = 14, 8
 PERM = BANDS * ROWS

@@ -51,10 +51,10 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from datapipe import load_scorer  # noqa: E402
 from datapipe.config.recipe import load_recipe  # noqa: E402
 from datapipe.quality.ensemble import boundaries, bucket_of, combine  # noqa: E402
 from datapipe.quality.model import preprocess  # noqa: E402
-from datapipe.quality.scorers import load_scorer  # noqa: E402
 from datapipe.quality.train import examples, roc_auc, train  # noqa: E402
 
 DOC_CHARS = 3000

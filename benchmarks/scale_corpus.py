@@ -62,7 +62,7 @@ def paragraph_pool(cache: Path) -> dict[str, list[list[str]]]:
     import debian_pages
 
     sys.path.insert(0, str(REPO))
-    from datapipe.extract.html import HtmlExtractor
+    from datapipe import HtmlExtractor
 
     extract = HtmlExtractor()
     pool: dict[str, list[list[str]]] = {}

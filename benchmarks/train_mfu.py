@@ -54,9 +54,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
     import jax
 
-    from datapipe.train.config import load_train_config
+    from datapipe import Trainer, load_train_config
     from datapipe.train.model import attention_kernel
-    from datapipe.train.trainer import Trainer
 
     data, fsdp, model = (int(x) for x in args.mesh.split(","))
     with tempfile.TemporaryDirectory() as work:

@@ -125,10 +125,7 @@ def demo(tmp_path_factory) -> tuple[Path, str]:
 @pytest.fixture(scope="session")
 def fixture_texts() -> list[str]:
     """The text of every document in the fixture corpora (HTML extracted with the default extractor)."""
-    from datapipe.extract.html import HtmlExtractor
-    from datapipe.io.readers import read_shard
-    from datapipe.io.shards import make_shards
-    from datapipe.io.tally import ReadTally
+    from datapipe import HtmlExtractor, ReadTally, make_shards, read_shard
 
     extractor = HtmlExtractor()
     formats = {".parquet": ("parquet", "content"), ".jsonl": ("jsonl", "text"), ".warc": ("warc", "")}

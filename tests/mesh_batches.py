@@ -38,7 +38,7 @@ def main() -> None:
             process_id=args.process_id,
             initialization_timeout=120,
         )
-    from datapipe.data.loader import MixtureLoader
+    from datapipe import MixtureLoader
 
     devices = np.array(sorted(jax.devices(), key=lambda d: d.id)).reshape(2, 2, 2)
     mesh = Mesh(devices, ("data", "fsdp", "model"))

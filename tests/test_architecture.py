@@ -138,3 +138,30 @@ def test_no_import_cycle_and_a_small_package_root():
     ]  # the check finds one
     root = sorted(p.name for p in (REPO / "datapipe").glob("*.py"))
     assert len(root) <= 3, root
+
+
+def test_the_public_face_names_each_entry_point_and_loads_nothing_until_asked():
+    """``datapipe`` exports the entry points users, tests and benchmarks need; each is the defining module's own
+    object, and ``import datapipe`` alone loads none of them (the CLI and every worker import it)."""
+    import importlib
+
+    import datapipe
+
+    assert datapipe.__all__[0] == "__version__" and len(datapipe.__all__) < 40
+    for name in datapipe.__all__[1:]:
+        home = importlib.import_module(datapipe._EXPORTS[name])
+        assert getattr(datapipe, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        datapipe.nothing  # noqa: B018
+    fresh = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, datapipe; print(sorted(m for m in sys.modules if m.startswith(('datapipe.', 'numpy'))))",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fresh.returncode == 0 and fresh.stdout.strip() == "[]", fresh.stdout + fresh.stderr

@@ -27,14 +27,9 @@ from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from datapipe.errors import InputError
+from datapipe import HtmlExtractor, InputError, ReadTally, Shard, check_shard, read_records
 from datapipe.extract.content import main_content_text
-from datapipe.extract.html import HtmlExtractor
 from datapipe.extract.spaces import normalize_spaces
-from datapipe.io.jsonl import read_records
-from datapipe.io.readers import check_shard
-from datapipe.io.shards import Shard
-from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
 from tests.conftest import CORPORA, REPO, run_build, write_mixture
 from tests.fixtures.build_bad import crawl_pages

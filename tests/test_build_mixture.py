@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from datapipe.config.stages import TokenizerConfig
-from datapipe.errors import DatapipeError
-from datapipe.io.jsonl import read_records
-from datapipe.store.cache import TokenCache
+from datapipe import (
+    DatapipeError,
+    TokenCache,
+    TokenizerConfig,
+    load_tokenizer,
+    open_component,
+    read_manifest,
+    read_records,
+)
 from datapipe.store.identity import TokenizerIdentity
-from datapipe.store.manifest import open_component, read_manifest
-from datapipe.tokenize.tokenizer import load_tokenizer
 from tests.conftest import REPO, run_build, tree_digest, write_mixture
 
 
@@ -50,7 +53,7 @@ def test_builds_every_source_and_manifest(built_small):
 
 def test_a_pages_headline_is_its_title_metadata_not_its_text(built_small):
     """The extract stage keeps each page's headline as ``metadata.title``, out of the text (issue 40 item 1)."""
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
 
     out, _ = built_small
     docs = [d for p in sorted((out / "web").glob("extract-*/part-*.jsonl.zst")) for d in read_records(str(p))]

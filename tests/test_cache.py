@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import tensorstore as ts
 
-from datapipe.io.jsonl import read_records
+from datapipe import read_records
 from datapipe.store.jagged import JaggedReader, concat_jagged, write_jagged
 from datapipe.store.tensorstore_spec import kvstore, open_array
 from datapipe.store.verify import verify_cache
@@ -49,8 +49,7 @@ def _levanter_rows(cache: Path) -> list[list[int]]:
 
 
 def test_levanter_layout_reads_every_row(built_small):
-    from datapipe.config.stages import TokenizerConfig
-    from datapipe.tokenize.tokenizer import load_tokenizer
+    from datapipe import TokenizerConfig, load_tokenizer
 
     out, _ = built_small
     (cache,) = (out / "code").glob("tokenize-*")

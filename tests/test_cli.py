@@ -53,8 +53,7 @@ def test_inspect_decodes_with_the_copy_beside_the_manifest(tmp_path):
     """A build whose tokenizer was a local file that is gone since (moved, another machine): ``inspect`` decodes
     the rows with the copy the build wrote beside its manifest (the hash the manifest records), for the mixture
     and for a cache given alone; without the copy it falls back to ids and says so."""
-    from datapipe.config.stages import TokenizerConfig
-    from datapipe.tokenize.tokenizer import load_tokenizer
+    from datapipe import TokenizerConfig, load_tokenizer
     from tests.conftest import CORPORA, run_build, write_mixture
 
     tok_file = tmp_path / "tok" / "my-tokenizer.json"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from datapipe import ConfigError, load_mixture
 from datapipe.build.plan import check_inputs
 from datapipe.config.env import expand_string
-from datapipe.config.mixture import load_mixture
-from datapipe.errors import ConfigError
 from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA, REPO, SMALL_MIXTURE, run_build, write_mixture
 
@@ -183,7 +182,8 @@ def test_unknown_bundled_mixture():
 
 def test_the_reader_table_and_the_schema_name_the_same_formats():
     import schemas
-    from datapipe.io.readers import FORMATS, input_format
+    from datapipe import FORMATS
+    from datapipe.io.readers import input_format
 
     enum = _find_format_enum(schemas.load("mixture"))
     assert sorted(enum) == sorted(FORMATS)

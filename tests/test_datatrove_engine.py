@@ -207,9 +207,9 @@ STEP_THEN_WRITER = """
 import sys
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.writers import JsonlWriter
-from datapipe.config.mixture import load_mixture
+from datapipe import load_mixture
 from datapipe.build.plan import check_inputs, make_stage, plan_mixture
-from datapipe.tokenize.tokenizer import load_tokenizer
+from datapipe import load_tokenizer
 from pipelines.datatrove.steps import StageShards
 
 mixture_file, out, docs, logs = sys.argv[1:]
@@ -230,7 +230,7 @@ def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_
     datatrove's executor forks, which a test process that has loaded JAX must not do."""
     import gzip
 
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
 
     out, _ = datatrove_small
     docs = tmp_path / "docs"
@@ -251,7 +251,8 @@ def test_a_stage_step_feeds_datatrove_steps(small_mixture, datatrove_small, tmp_
 FAILING_TASK = """
 import sys
 from datatrove.pipeline.base import PipelineStep
-from datapipe.errors import DatapipeError, error_lines
+from datapipe import DatapipeError
+from datapipe.errors import error_lines
 from pipelines.datatrove.engine import DatatroveOptions, Job, run_in_turn
 from pipelines.datatrove.logs import datatrove_logs_to_logging
 
@@ -260,7 +261,7 @@ class Fails(PipelineStep):
 
     def run(self, data=None, rank=0, world_size=1):
         if rank == 1:
-            from datapipe.errors import DatapipeError  # a worker gets this class, not this script's globals
+            from datapipe import DatapipeError  # a worker gets this class, not this script's globals
 
             raise {error}("shard 1 cannot be read")
         yield from ()

@@ -12,11 +12,11 @@ from collections import Counter
 
 import pytest
 
+from datapipe import normalize
 from datapipe.config.stages import DeconConfig, EvalSet
 from datapipe.decon.evalsets import EvalItem
 from datapipe.decon.index import EvalIndex
 from datapipe.decon.stage import DeconStage
-from datapipe.dedup.normalize import normalize
 from datapipe.pii.scrub import EMAIL, IP, PHONE, scrub
 from datapipe.runtime.stats import StageStats
 from tests.conftest import CORPORA, REPO, run_build, write_mixture
@@ -275,7 +275,7 @@ sources:
     assert proc.returncode == 0, proc.stderr[-3000:]
     decon = json.loads(next(out.glob("web/decon-*/stage.json")).read_text())
     assert decon["counts"]["removed"] == {"decon/contaminated": 60}
-    from datapipe.runtime.decisions import read_removed
+    from datapipe import read_removed
 
     rows = read_removed(str(next(out.glob("web/decon-*")))).to_pylist()  # each removal with what matched
     assert len(rows) == 60 and all(

@@ -17,14 +17,12 @@ from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from datapipe import MinHasher, normalize, read_records, read_removed
 from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star
-from datapipe.dedup.minhash import MinHasher, Shingler, estimate, s_curve
-from datapipe.dedup.normalize import normalize
+from datapipe.dedup.minhash import Shingler, estimate, s_curve
 from datapipe.dedup.store import read_edges, read_removals
-from datapipe.io.jsonl import read_records
-from datapipe.runtime.decisions import read_removed
 from tests.conftest import CORPORA, run_build, write_mixture
 
 HANDBOOK = sorted((CORPORA / "handbook").glob("translations-*.jsonl.zst"))

@@ -58,7 +58,7 @@ def test_every_stage_json_is_a_stage_record(demo):
     import jsonschema
     import pytest
 
-    from datapipe.errors import DatapipeError
+    from datapipe import DatapipeError
     from datapipe.runtime.record import StageRecord
     from datapipe.runtime.stage import read_stage_record
     from schemas import load

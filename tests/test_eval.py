@@ -14,12 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datapipe.data.loader import MixtureLoader, held_out
-from datapipe.errors import DatapipeError
-from datapipe.train.config import load_train_config, parse_overrides
+from datapipe import DatapipeError, MixtureLoader, Trainer, load_train_config, parse_overrides
+from datapipe.data.loader import held_out
 from datapipe.train.evaluate import evaluate_run, target_bytes, target_runs
 from datapipe.train.metrics import read_evals
-from datapipe.train.trainer import Trainer
 from tests.conftest import REPO
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pyarrow.parquet as pq
 
-from datapipe.runtime.decisions import read_removed
+from datapipe import read_removed
 from tests.conftest import REPO
 
 
@@ -61,9 +61,9 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     """Dedup removals name the copy that stayed (its id, a document the stage kept) and, for MinHash, the exact
     Jaccard of the two documents' shingle sets, recomputed here from their texts. Corpus: Python library pages,
     some twice, some again with a sentence added (near duplicates)."""
+    from datapipe import read_records
     from datapipe.config.stages import MinHashConfig
     from datapipe.dedup.minhash import Shingler, jaccard
-    from datapipe.io.jsonl import read_records
     from tests.conftest import CORPORA, run_build, write_mixture
 
     faq = [d["text"] for d in read_records(str(CORPORA / "prose" / "pydoc-library-00000.jsonl.zst"))]
@@ -160,7 +160,7 @@ def test_documents_keep_their_own_ids_through_every_stage(built_small):
 
     import zstandard
 
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
     from tests.conftest import CORPORA
 
     out, _ = built_small
@@ -198,7 +198,7 @@ def test_keep_removed_writes_the_removed_documents_per_reason(tmp_path):
     """``keep_removed: true`` on a source: every document stage also writes the documents it removed, one folder
     per reason, each document as it was with ``metadata.removed`` saying why; the same documents, in the same
     order, as its removal list. It is another version of the stages (their config says so)."""
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
     from tests.conftest import CORPORA, run_build, write_mixture
 
     mixture = write_mixture(

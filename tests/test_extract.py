@@ -7,7 +7,8 @@ import time
 import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from datapipe.extract.html import HtmlExtractor, decode_html
+from datapipe import HtmlExtractor
+from datapipe.extract.html import decode_html
 from datapipe.extract.sandbox import Failed, Sandbox
 from tests.conftest import CORPORA
 

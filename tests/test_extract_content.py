@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from datapipe.config.mixture import load_mixture
+from datapipe import HtmlExtractor, LanguageIdentifier, Shard, load_mixture, read_records
 from datapipe.config.stages import ExtractConfig
 from datapipe.extract import content
 from datapipe.extract.content import analyze, main_content_text
-from datapipe.extract.html import METHODS, HtmlExtractor, decode_html, trafilatura_text
+from datapipe.extract.html import METHODS, decode_html, trafilatura_text
 from datapipe.extract.sandbox import Sandbox
 from datapipe.extract.spaces import INVISIBLE, SPACES, as_written, normalize_spaces
 from datapipe.extract.stage import ExtractStage
-from datapipe.io.jsonl import read_records
-from datapipe.io.shards import Shard
-from datapipe.langid.identifier import LanguageIdentifier
 from pipelines.mixtures import BUNDLED
 from tests.fixtures.build_bad import write_warc
 from tests.test_extract import HB, KNOWN, PAGES, PY
@@ -206,7 +203,7 @@ def test_the_headline_is_the_title_not_the_text():
     benchmarks' truths keep it; an <h1> after the text has begun is a section of it; without a kept headline the
     <title> element is the title; the extract stage writes it to ``metadata.title``, and ``title: prepend`` puts it
     back on top of the text."""
-    from datapipe.extract.html import HtmlExtractor
+    from datapipe import HtmlExtractor
 
     head = "<head><title>  Tall   ships | The Harbour Times </title></head>"
     page = (

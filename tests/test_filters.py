@@ -17,13 +17,11 @@ from datatrove.utils.text import PUNCTUATION_SET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datapipe.errors import ConfigError
-from datapipe.extract.html import HtmlExtractor
+from datapipe import ConfigError, FilterDoc, HtmlExtractor, build_chain
 from datapipe.filters.c4 import C4Quality
-from datapipe.filters.document import FilterDoc
 from datapipe.filters.fineweb import FineWebQuality
 from datapipe.filters.gopher import GopherQuality, GopherRepetition
-from datapipe.filters.presets import PRESETS, build_chain
+from datapipe.filters.presets import PRESETS
 from datapipe.languages.spacy_words import WordSplitter
 from datapipe.runtime.evidence import Removal
 from tests.test_extract import PAGES

@@ -30,12 +30,9 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from datapipe.errors import InputError
-from datapipe.extract.html import HtmlExtractor, decode_html
+from datapipe import HtmlExtractor, InputError, ReadTally, Shard, check_shard, read_shard
+from datapipe.extract.html import decode_html
 from datapipe.extract.sandbox import Failed, Sandbox
-from datapipe.io.readers import check_shard, read_shard
-from datapipe.io.shards import Shard
-from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
 from tests.conftest import CORPORA, REPO
 from tests.reliability import tally

@@ -16,8 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from datapipe.errors import ConfigError, DatapipeError
-from datapipe.train.config import load_train_config, parse_overrides
+from datapipe import ConfigError, DatapipeError, Trainer, load_train_config, parse_overrides
 from datapipe.train.hf import (
     INDEX,
     WEIGHTS,
@@ -36,7 +35,6 @@ from datapipe.train.model import (
     param_paths,
     rope_frequencies,
 )
-from datapipe.train.trainer import Trainer
 from tests.conftest import REPO
 
 TINY = replace(PRESETS["tiny"], vocab_size=384)

@@ -24,10 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from datapipe import ReadTally, Shard, check_shard, read_shard
 from datapipe.io.http import TooLarge, Truncated, dechunk
-from datapipe.io.readers import check_shard, read_shard
-from datapipe.io.shards import Shard
-from datapipe.io.tally import ReadTally
 from datapipe.io.warc import read_warc
 from tests.conftest import REPO, run_build, write_mixture
 from tests.reliability import tally
@@ -407,9 +405,8 @@ def test_text_encodings_and_containers_read_whole(tmp_path):
 def test_every_matched_path_is_a_file_or_is_named(tmp_path, caplog):
     """A glob's matches that are no readable file are never silently left out: a symlink to nothing stops the
     build before work (a link to fix), a folder is named in one warning and not read."""
+    from datapipe import ConfigError, load_mixture
     from datapipe.build.plan import check_inputs
-    from datapipe.config.mixture import load_mixture
-    from datapipe.errors import ConfigError
 
     data = tmp_path / "data"
     data.mkdir()

@@ -9,13 +9,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from datapipe.config.mixture import load_mixture
+from datapipe import LanguageIdentifier, load_mixture, make_shards, read_records
 from datapipe.config.stages import LangidConfig
 from datapipe.extract.stage import ExtractStage
-from datapipe.io.jsonl import read_records
 from datapipe.io.models import bundled_model_path
-from datapipe.io.shards import make_shards
-from datapipe.langid.identifier import LanguageIdentifier
 from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA
 
@@ -160,7 +157,7 @@ def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
 
 
 def _train(tmp_path: Path, **hyper):
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records
     from datapipe.quality.train import train_in_fresh_process
 
     lines = []

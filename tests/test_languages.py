@@ -17,16 +17,14 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import simplify_text
 from datatrove.utils.word_tokenizers import load_word_tokenizer
 
+from datapipe import ConfigError, FilterDoc, LanguageIdentifier, read_records
 from datapipe.config.stages import FilterConfig
 from datapipe.data.language_weights import language_shares
 from datapipe.dedup.wordsig import WordMinHash
-from datapipe.errors import ConfigError
-from datapipe.filters.document import FilterDoc
 from datapipe.filters.fineweb2 import Finishing, fineweb2_rules, replace_symbol_lines
 from datapipe.filters.presets import FilterChain, check_language_preset
 from datapipe.filters.stage import FilterStage
-from datapipe.io.jsonl import read_records
-from datapipe.langid.identifier import LanguageIdentifier, LanguagePrediction, LanguageSelection
+from datapipe.langid.identifier import LanguagePrediction, LanguageSelection
 from datapipe.languages import (
     LanguageConfig,
     LanguageError,

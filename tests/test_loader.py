@@ -12,11 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datapipe.data.loader import DataExhausted, MixtureLoader
+from datapipe import DatapipeError, MixtureLoader, open_component, read_manifest
+from datapipe.data.loader import DataExhausted
 from datapipe.data.mixing import MixtureSchedule, Phase
 from datapipe.data.permutation import block_counts
-from datapipe.errors import DatapipeError
-from datapipe.store.manifest import open_component, read_manifest
 from tests.conftest import REPO
 
 SEQ = 128

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import shutil
 
+from datapipe import load_mixture, load_tokenizer
 from datapipe.build.plan import check_inputs, plan_mixture
-from datapipe.config.mixture import load_mixture
-from datapipe.tokenize.tokenizer import load_tokenizer
 from tests.conftest import CORPORA, SMALL_MIXTURE, write_mixture
 
 

@@ -10,9 +10,8 @@ import fasttext
 import numpy as np
 import pytest
 
+from datapipe import DatapipeError, read_records
 from datapipe.config.recipe import BUNDLED, load_recipe
-from datapipe.errors import DatapipeError
-from datapipe.io.jsonl import read_records
 from datapipe.quality.model import QualityModel, check_model, preprocess
 from datapipe.quality.train import train
 from tests.conftest import CORPORA, REPO, run_build, tree_digest, write_mixture
@@ -97,7 +96,7 @@ def test_keep_fraction_and_stage_scores(trained, kept_fifth):
     assert doc["quality"] == {"keep_fraction": 0.2, "cutoff": doc["quality"]["cutoff"], "documents": n_in}
     assert len(doc["quality"]["cutoff"]) == 2
     # every removal names its score and the cut-off it fell under
-    from datapipe.runtime.decisions import read_removed
+    from datapipe import read_removed
 
     cut = doc["quality"]["cutoff"][0]
     rows = read_removed(str(stage)).to_pylist()
@@ -212,7 +211,7 @@ def test_training_runs_in_a_fresh_process_and_is_reproducible(tmp_path, fixture_
     """fastText trains in a spawned process (this test process has loaded JAX, Beam and more, which changed
     in-process results): two trainings give the same model file byte for byte and the same scores; a learning
     rate that diverges is one ConfigError naming the recipe's fasttext field."""
-    from datapipe.errors import ConfigError
+    from datapipe import ConfigError
     from datapipe.quality.train import train_in_fresh_process
 
     data = tmp_path / "train.txt"

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from datapipe import DatapipeError, load_scorer
 from datapipe.config.recipe import load_recipe
-from datapipe.errors import DatapipeError
 from datapipe.quality.distill import distill, read_labels, read_sample
-from datapipe.quality.scorers import kind_of, load_scorer
+from datapipe.quality.scorers import kind_of
 from datapipe.quality.train import train
 from tests.conftest import CORPORA, REPO
 

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from datapipe import DatapipeError, load_scorer, read_records
 from datapipe.config.recipe import load_recipe
-from datapipe.errors import DatapipeError
-from datapipe.io.jsonl import read_records
 from datapipe.quality.embedding import WORDLLAMA, EmbeddingScorer, StaticEmbeddings, _wordllama_files
-from datapipe.quality.scorers import check_scorer, load_scorer
+from datapipe.quality.scorers import check_scorer
 from datapipe.quality.train import train
 from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 

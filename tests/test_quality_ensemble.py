@@ -12,13 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from datapipe.config.mixture import load_mixture
+from datapipe import ConfigError, load_mixture, read_records, read_removed
 from datapipe.config.recipe import load_recipe
-from datapipe.errors import ConfigError
-from datapipe.io.jsonl import read_records
 from datapipe.quality.ensemble import boundaries, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.train import train
-from datapipe.runtime.decisions import read_removed
 from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 
 
@@ -158,9 +155,9 @@ class _Counting:
 def test_the_shard_pass_reads_the_first_passs_scores(scorers, tmp_path, fixture_texts, ensemble):
     """Each document is scored once, not once per pass (a transformers scorer would cost twice): the shard pass
     reads the scores the first pass kept, which the commit removes; the selection is the one scoring again gives."""
+    from datapipe import Shard
     from datapipe.config.stages import ClassifierRef, EnsembleConfig, QualityConfig
     from datapipe.io.jsonl import write_records_atomic
-    from datapipe.io.shards import Shard
     from datapipe.quality.stage import QualityStage
     from datapipe.runtime.stage import finish_stage, run_shard
 

@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datapipe.errors import DatapipeError
-from datapipe.io.jsonl import read_records
-from datapipe.quality.scorers import check_scorer, kind_of, load_scorer
+from datapipe import DatapipeError, load_scorer, read_records
+from datapipe.quality.scorers import check_scorer, kind_of
 from datapipe.quality.transformer import length_batches, positive_column, read_config
 from tests.conftest import CORPORA, build_on_both_engines, write_mixture
 

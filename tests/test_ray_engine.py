@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from datapipe.errors import DatapipeError
+from datapipe import DatapipeError
 from tests.conftest import REPO, tree_digest
 
 

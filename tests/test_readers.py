@@ -9,10 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datapipe.errors import InputError
-from datapipe.io.readers import read_shard
-from datapipe.io.shards import Shard, make_shards
-from datapipe.io.tally import ReadTally
+from datapipe import InputError, ReadTally, Shard, make_shards, read_shard
 from tests.conftest import CORPORA
 
 

@@ -351,8 +351,7 @@ def test_ctrl_c_during_training_writes_a_checkpoint(built_small, tmp_path):
 
 
 def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
-    from datapipe.config.mixture import load_mixture
-    from datapipe.errors import ConfigError
+    from datapipe import ConfigError, load_mixture
 
     base = "data_root: {root}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  {src}: {{weight: 1, format: jsonl, paths: [fortunes/fortunes-en.jsonl.zst]}}\n"
     bad = write_mixture(tmp_path, "name: ok\n" + base.format(root=CORPORA, src="'../../etc'"))
@@ -390,10 +389,7 @@ def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
 def test_pinned_hashes_are_checked(built_small, tmp_path):
     import hashlib
 
-    from datapipe.config.stages import TokenizerConfig
-    from datapipe.errors import DatapipeError
-    from datapipe.store.manifest import open_component, read_manifest
-    from datapipe.tokenize.tokenizer import load_tokenizer
+    from datapipe import DatapipeError, TokenizerConfig, load_tokenizer, open_component, read_manifest
 
     ident = load_tokenizer(TokenizerConfig("builtin:gpt2")).identity
     assert load_tokenizer(TokenizerConfig("builtin:gpt2", sha256=ident.sha256)).identity == ident

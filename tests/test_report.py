@@ -242,8 +242,8 @@ def test_a_first_stage_shows_the_share_of_input_bytes_read_within_a_shard(tmp_pa
     (committed shards whole, a shard under way as far as its reader got) out of its files' sizes."""
     import time
 
+    from datapipe import Shard
     from datapipe.build.progress import StageProgress
-    from datapipe.io.shards import Shard
     from datapipe.runtime.heartbeat import progress_url
 
     shards = []
@@ -271,8 +271,8 @@ def test_a_resumed_stage_counts_this_runs_time_and_documents_only(tmp_path):
     documents are not this run's rate, and the line says how many were reused (issue 39 item 11)."""
     import time
 
+    from datapipe import Shard
     from datapipe.build.progress import StageProgress
-    from datapipe.io.shards import Shard
     from datapipe.runtime.stage import TIMING_SUFFIX
 
     shards = []
@@ -298,8 +298,8 @@ def test_a_resumed_stage_counts_this_runs_time_and_documents_only(tmp_path):
 def test_a_later_stage_shows_the_share_of_documents_its_upstream_kept(tmp_path):
     """A later stage knows its exact total once the stage before it committed the same shards: the documents it
     kept for them."""
+    from datapipe import Shard
     from datapipe.build.progress import StageProgress
-    from datapipe.io.shards import Shard
     from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
@@ -323,7 +323,7 @@ def test_a_worker_writes_its_progress_while_it_works_and_removes_it_at_commit(tm
     shard's stats.json commits it; its timing record says when it began."""
     import time
 
-    from datapipe.io.shards import Shard
+    from datapipe import Shard
     from datapipe.runtime.heartbeat import progress_url
     from datapipe.runtime.stage import run_shard
     from datapipe.runtime.stats import StageStats
@@ -362,8 +362,8 @@ def test_wave_progress_reports_each_stage_with_its_own_time(tmp_path):
     import io
     import time
 
+    from datapipe import Shard
     from datapipe.build.progress import WaveProgress
-    from datapipe.io.shards import Shard
     from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
@@ -434,9 +434,8 @@ def test_browse_index_holds_every_document_each_stage_saw(browse):
     first, then removed by reason (what lets a filtered view skip row groups)."""
     import duckdb
 
-    from datapipe.io.jsonl import read_records
+    from datapipe import read_records, read_removed
     from datapipe.report.collect import mixture_chains
-    from datapipe.runtime.decisions import read_removed
 
     _, out, index = browse
     _, chains = mixture_chains(str(out))
@@ -516,8 +515,8 @@ def test_browser_shows_a_removal_its_value_and_its_kept_duplicate(browse, tmp_pa
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
+    from datapipe import read_removed
     from datapipe.report.collect import mixture_chains
-    from datapipe.runtime.decisions import read_removed
 
     url, out, _ = browse
     options = webdriver.ChromeOptions()

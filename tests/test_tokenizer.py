@@ -9,9 +9,8 @@ import time
 
 import pytest
 
-from datapipe.config.stages import TokenizerConfig
-from datapipe.errors import DatapipeError
-from datapipe.tokenize.tokenizer import build_gpt2, load_tokenizer
+from datapipe import DatapipeError, TokenizerConfig, load_tokenizer
+from datapipe.tokenize.tokenizer import build_gpt2
 from tests.conftest import REPO
 
 

@@ -18,11 +18,10 @@ import jax
 import numpy as np
 import pytest
 
-from datapipe.errors import ConfigError
-from datapipe.train.config import load_train_config, parse_overrides
+from datapipe import ConfigError, Trainer, load_train_config, parse_overrides
 from datapipe.train.metrics import read_metrics
 from datapipe.train.sharding import make_mesh
-from datapipe.train.trainer import Trainer, restore_params
+from datapipe.train.trainer import restore_params
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(

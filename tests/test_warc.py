@@ -11,8 +11,7 @@ import pytest
 from fastwarc.stream_io import Lz4Writer
 from fastwarc.warc import ArchiveIterator
 
-from datapipe.io.shards import Shard
-from datapipe.io.tally import ReadTally
+from datapipe import ReadTally, Shard
 from datapipe.io.warc import _member_end, read_warc
 from tests.conftest import CORPORA
 

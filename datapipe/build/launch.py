@@ -121,6 +121,13 @@ def make_engine(argv: list[str] | None, prog: str = PROG) -> tuple[argparse.Name
     return args, engines[args.engine].make(args, extra, known)
 
 
+def build_mixture(mixture: str, output: str | None = None, *flags: str) -> int:
+    """Build a mixture in this process, as ``datapipe build --mixture MIXTURE [--output OUTPUT] FLAGS`` does, and
+    return its status (0: built; a :class:`DatapipeError` is raised as it is, for the caller to show)."""
+    argv = ["--mixture", mixture, *(["--output", output] if output else []), *flags]
+    return run(argv)
+
+
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     args, engine = make_engine(argv, prog)  # flags are checked before any work
     return run_build(request(args), engine)
