@@ -13,7 +13,7 @@ import pytest
 
 from datapipe import HtmlExtractor, LanguageIdentifier, Shard, load_mixture, read_records
 from datapipe.config.stages import ExtractConfig
-from datapipe.extract import content
+from datapipe.extract import content, names, rules, walk
 from datapipe.extract.content import analyze, main_content_text
 from datapipe.extract.html import METHODS, decode_html, trafilatura_text
 from datapipe.extract.sandbox import Sandbox
@@ -521,28 +521,28 @@ def test_compiled_walk_reads_text_as_selectolax():
     each of its top-level parts), and the extractor refuses a walk built for another selectolax release."""
     from selectolax.lexbor import LexborHTMLParser
 
-    walk, _ = content._compiled()
+    treewalk, _ = walk.compiled()
     for payload in PAGES.values():
         tree = LexborHTMLParser(decode_html(payload, "utf-8"))
         assert tree.body is not None
         for node in [tree.body, *tree.body.iter()]:  # elements: the walk measures no text node
-            assert walk.deep_text(node.mem_id) == node.text(deep=True)
-    content._compiled.cache_clear()
+            assert treewalk.deep_text(node.mem_id) == node.text(deep=True)
+    walk.compiled.cache_clear()
     try:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(content, "version", lambda _: "0.0.1")
+            mp.setattr(walk, "version", lambda _: "0.0.1")
             with pytest.raises(ImportError, match=r"built for selectolax .* 0\.0\.1 is installed"):
-                content._compiled()
+                walk.compiled()
     finally:
-        content._compiled.cache_clear()
+        walk.compiled.cache_clear()
 
 
 def test_vocabulary_is_prematched():
     """Every boilerplate token passes the quick pre-match (else it could never be found)."""
-    assert all(content._HINT.search(t) for t in content.BOILERPLATE_TOKENS)
+    assert all(names._HINT.search(t) for t in content.BOILERPLATE_TOKENS)
     assert content.classify_one("relatedPosts") == -1 and content.classify_one("entry-content") == 1
     assert content.classify_one("ArticleBody-related-coverage") == -1  # a part of the body, named after it
-    assert all(content._HINT.search(n) for n in content.ROOT_NAMES)
+    assert all(names._HINT.search(n) for n in content.ROOT_NAMES)
     assert content.classify_name("RelatedPosts") == (True, 0)  # the hint is matched case-blind
     # the prefix-tree pattern finds what the flat alternation finds, in and around each hint and its prefixes
     flat = re.compile("|".join(content.HINTS))
@@ -553,9 +553,9 @@ def test_vocabulary_is_prematched():
         for a in ("", "x-")
         for b in ("", "s")
     ]
-    assert [bool(content._HINT.search(p)) for p in probes] == [bool(flat.search(p)) for p in probes]
+    assert [bool(names._HINT.search(p)) for p in probes] == [bool(flat.search(p)) for p in probes]
     # every "all rights reserved" form holds one of the notice marks, the substring test run before the pattern
-    assert all(any(m in form for m in content._NOTICE_MARKS) for form in content.RESERVED)
+    assert all(any(m in form for m in rules._NOTICE_MARKS) for form in content.RESERVED)
 
 
 def test_numbered_names_are_judged_by_their_words():
@@ -572,8 +572,8 @@ def test_numbered_names_are_judged_by_their_words():
 
 def test_tags_by_id_and_custom_elements():
     """The walk dispatches on lexbor's tag ids: every named tag has its own, and a custom element is inline."""
-    ids = content._tag_ids()
-    assert len(set(ids.values())) == len(content._WHAT)
+    ids = walk._tag_ids()
+    assert len(set(ids.values())) == len(walk._WHAT)
     text = main_content_text(
         _page(f"<p>{PARA}<my-widget>inline words</my-widget> end</p><x-box><p>{PARA}</p></x-box>")
     )

@@ -1,0 +1,197 @@
+"""What the compiled tree walk (:mod:`datapipe.extract.treewalk`) is told of the rules: what each tag is to it
+(skipped, a block, a link, a break, inline), the flags of the structural tags, the walk's thresholds, and the
+callables it defers to (a name's verdict, a block, a container), as :class:`WalkRules`; :func:`compiled` loads the
+built walk and refuses one built for another selectolax release.
+
+Why a module of its own: this is the whole border between Python's rules and the compiled walk, the one place that
+knows lexbor's tag ids and ``treewalk.pyx``'s codes.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from types import ModuleType
+
+from selectolax.lexbor import LexborHTMLParser
+
+from datapipe.extract.blocks import HEADINGS, ROOT_MIN_CHARS, Block, Container, make_block
+from datapipe.extract.names import BOILERPLATE_ROLES, BOILERPLATE_TAGS, classify_name
+
+# never rendered (their subtree is not visited)
+SKIP_TAGS = frozenset(
+    [
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "math",
+        "iframe",
+        "object",
+        "embed",
+        "canvas",
+        "video",
+        "audio",
+        "map",
+        "button",
+        "select",
+        "option",
+        "textarea",
+        "input",
+        "label",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "base",
+        "figcaption",
+        "picture",
+        "rt",
+        "rp",
+    ]
+)
+# each starts a new block
+BLOCK_TAGS = frozenset(
+    [
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "tr",
+        "caption",
+        "blockquote",
+        "pre",
+        "address",
+        "details",
+        "summary",
+        "center",
+        "hr",
+        "fieldset",
+        "nav",
+        "aside",
+        "footer",
+        "body",
+        "html",
+        "hgroup",
+        "search",
+        "figure",
+    ]
+)
+# elements whose attributes are read: blocks and the other containers a page names its parts with
+STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol", "form"}
+# what a tag is to the walk (the codes of ``treewalk.pyx``): a tag not named here is inline
+_INLINE, _STRUCTURAL, _LINK, _BREAK, _SKIP = 1, 2, 3, 4, 5
+_WHAT = {
+    "a": _LINK,
+    "br": _BREAK,
+    **{t: _SKIP for t in SKIP_TAGS},
+    **{t: _STRUCTURAL for t in STRUCTURAL},
+}
+# flags of a structural tag (the codes of ``treewalk.pyx``)
+_F_BLOCK, _F_BOILER, _F_CELL, _F_ARTICLE, _F_MAIN, _F_WRAPPER = 1, 2, 4, 8, 16, 32
+# a form is never text (a search box, a comment form, a login), except when it wraps this share of the page's text
+# or more: ASP.NET pages put the whole page in one <form>
+WRAPPERS = frozenset({"form"})
+WRAPPER_SHARE = 0.5
+SKIP_SHARE = 0.1  # a part named as boilerplate with less of the page's text is decided without visiting it
+# an element hidden by its inline style is not visited
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+# the block kind a structural tag gives the text inside it (a tag not here keeps the kind around it; "p" at first)
+_KINDS = {**{h: h for h in HEADINGS}, "li": "li", "dd": "li", "dt": "li", "tr": "tr", "pre": "pre"}
+
+
+def _tag_ids() -> dict[str, int]:
+    """lexbor's id of each tag in :data:`_WHAT`: the walk reads a node's id, not its name. Ids of the standard
+    tags are lexbor's constants; a custom tag's id is above them all, so it is inline, as it should."""
+    doc = LexborHTMLParser("")
+    return {tag: doc.create_node(tag).tag_id for tag in _WHAT}
+
+
+@dataclass(frozen=True)
+class WalkRules:
+    """What the compiled walk (:mod:`datapipe.extract.treewalk`) needs to know of the rules: per lexbor tag
+    id, what the tag is to the walk (:data:`_WHAT`), its flags, name and block kind; and the callables it defers
+    to for a name's verdict, a block and a container."""
+
+    what: bytes
+    flags: bytes
+    names: tuple[str | None, ...]
+    kinds: tuple[str | None, ...]
+    roles: frozenset[str]
+    classify: Callable[[str], tuple[bool, int]]
+    make_block: Callable[[str, str, int], Block | None]
+    container: type[Container]
+    hidden_style: Callable[[str], object]
+    skip_share: float = SKIP_SHARE
+    wrapper_share: float = WRAPPER_SHARE
+    root_min_chars: int = ROOT_MIN_CHARS
+
+
+@functools.cache
+def compiled() -> tuple[ModuleType, WalkRules]:
+    """The compiled walk and its rules, checked to be built for the selectolax that parses (once per process)."""
+    try:
+        from datapipe.extract import treewalk
+    except ImportError as e:
+        raise ImportError(
+            "datapipe's compiled tree walk is not built: run `python -m datapipe.extract.build` (make venv does)"
+        ) from e
+    installed = version("selectolax")
+    if installed != treewalk.BUILT_FOR:
+        raise ImportError(
+            f"datapipe's compiled tree walk was built for selectolax {treewalk.BUILT_FOR}, selectolax {installed} "
+            "is installed: run `python -m datapipe.extract.build`"
+        )
+    n = treewalk.TAGS
+    what = bytearray([_INLINE]) * n
+    flags = bytearray(n)
+    names: list[str | None] = [None] * n
+    kinds: list[str | None] = [None] * n
+    for tag, tid in _tag_ids().items():
+        what[tid] = _WHAT[tag]
+        if tag not in STRUCTURAL:
+            continue
+        names[tid] = tag
+        kinds[tid] = _KINDS.get(tag)
+        flags[tid] = (
+            (_F_BLOCK if tag in BLOCK_TAGS else 0)
+            | (_F_BOILER if tag in BOILERPLATE_TAGS else 0)
+            | (_F_CELL if tag in ("td", "th") else 0)
+            | (_F_ARTICLE if tag == "article" else 0)
+            | (_F_MAIN if tag == "main" else 0)
+            | (_F_WRAPPER if tag in WRAPPERS else 0)
+        )
+    rules = WalkRules(
+        bytes(what),
+        bytes(flags),
+        tuple(names),
+        tuple(kinds),
+        BOILERPLATE_ROLES,
+        classify_name,
+        make_block,
+        Container,
+        _HIDDEN_STYLE.search,
+    )
+    return treewalk, rules
