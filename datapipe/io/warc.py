@@ -23,10 +23,11 @@ compressed body that cannot be decoded (corrupt, cut short by the server) remove
 
 from __future__ import annotations
 
+import itertools
 import logging
 import zlib
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 import fsspec
 import zstandard
@@ -239,116 +240,31 @@ def read_warc(
     """Documents of a WARC or WET file: HTML responses (``max_html_bytes``: the most HTML a page may have once its
     framing and codings are undone) and WET conversions (``max_text_bytes``). A record over its cap is removed as
     ``read/too_large`` and never held whole: its HTTP header is read to know whether it is a page, the rest is
-    skipped as it streams by."""
-    index = 0  # documents read whole (HTML responses, conversions), for stable ids
+    skipped as it streams by.
 
-    def too_large(record) -> None:
-        """Count a record over its cap without reading it: skip its block, then see from the HTTP header that
-        was read first whether it is a page (a document removed) or not (a non-record, as when read whole)."""
-        tally.bytes += record.content_length
-        if record.record_type == WarcRecordType.conversion:
-            record.consume()
-            tally.records += 1
-            tally.unusable_record("read/too_large")
-            return
-        head = record.reader.read(HTTP_HEAD)
-        record.consume()
-        record.set_bytes_content(head)
-        try:
-            record.parse_http()
-        except Exception:
-            tally.not_a_record("warc/bad_http_header")
-            return
-        why = _not_a_page(record)
-        if why is not None:
-            tally.not_a_record(why)
-            return
-        tally.records += 1
-        tally.unusable_record("read/too_large")
+    Three steps: the record step (:func:`_records`: the file's records, read through damage, and
+    :func:`_is_document`: what is no document counted), the body step (:func:`_document`: size caps, the payload,
+    the document with its charset) and, for a response, the HTTP step it calls (:func:`_http_page`: status and
+    content type; :func:`_http_payload`: framing and content codings)."""
+    ids = itertools.count()  # documents read whole (HTML responses, conversions), for stable ids
 
     def handle(record) -> dict | None:
-        nonlocal index
-        rtype = record.record_type
-        is_doc = rtype in (WarcRecordType.response, WarcRecordType.conversion)
-        if record.headers.get("Content-Length") is None:  # the header block itself was cut off
-            if is_doc:
-                tally.records += 1
-                tally.unusable_record("read/truncated_record")
-            else:
-                tally.not_a_record("warc/truncated_header")
+        if not _is_document(record, tally):
             return None
-        if not is_doc:
-            tally.not_a_record(f"warc/{str(rtype).split('.')[-1]}")
-            return None
-        expected = record.content_length
-        if expected > (max_text_bytes if rtype == WarcRecordType.conversion else max_html_bytes + HTTP_HEAD):
-            too_large(record)
-            return None
-        if rtype == WarcRecordType.conversion:
-            i, index = index, index + 1
-            tally.records += 1
-            body = _read_payload(record, tally)
-            tally.bytes += len(body)
-            if len(body) < expected:
-                _cut_short(shard, record, len(body), expected)
-                tally.unusable_record("read/truncated_record")
-                return None
-            meta = _meta(record)
-            meta["content_type"] = record.headers.get("Content-Type", "text/plain")
-            return {
-                **shard.names(i, meta["warc_record_id"]),
-                "text": body.decode("utf-8", errors="replace"),
-                "source": source,
-                "metadata": meta,
-            }
-        # read the whole block first: a record cut short must count as truncated, whatever part was lost
-        block = _read_payload(record, tally, counted=False)
-        tally.bytes += len(block)
-        if len(block) < expected:
-            _cut_short(shard, record, len(block), expected)
-            tally.records += 1
-            tally.unusable_record("read/truncated_record")
-            return None
-        record.set_bytes_content(block)
-        try:
-            record.parse_http()
-        except Exception:  # a response whose HTTP header block is broken
-            tally.not_a_record("warc/bad_http_header")
-            return None
-        why = _not_a_page(record)
-        if why is not None:
-            tally.not_a_record(why)
-            return None
-        i, index = index, index + 1
-        tally.records += 1
-        headers = record.http_headers
-        if record.headers.get("WARC-Truncated"):  # the crawler stopped reading the body (a size or time cap)
-            tally.unusable_record("read/truncated_record")
-            return None
-        try:
-            body, longer = _framed(record.reader.read(), headers, max_html_bytes)
-            payload = _decode_content(body, headers.get("Content-Encoding"), max_html_bytes)
-        except Truncated:
-            tally.unusable_record("read/truncated_record")
-            return None
-        except TooLarge:
-            tally.unusable_record("read/too_large")
-            return None
-        if payload is None:
-            tally.unusable_record("read/bad_content_encoding")
-            return None
-        if longer:
-            tally.notes["read/body_longer_than_content_length"] += 1
-        meta = _meta(record)
-        meta["content_type"] = (record.http_content_type or "").lower()
-        return {
-            **shard.names(i, meta["warc_record_id"]),
-            "html": payload,
-            "charset": record.http_charset,
-            "source": source,
-            "metadata": meta,
-        }
+        return _document(record, shard, source, tally, ids, max_html_bytes, max_text_bytes)
 
+    yield from _records(shard, tally, handle)
+
+
+# -- the record step: the file's records, read through damage, and the records that are no document -----------
+
+
+def _records(shard: Shard, tally: ReadTally, handle: Callable[[Any], dict | None]) -> Iterator[dict]:
+    """What ``handle`` makes of each record of the file (a document, or None when it counted the record as
+    something else), read through damage: after a read error (or a pass that stopped early) it searches on for the
+    next record start and counts the stretch it skipped as ``warc/corrupt_region``. A document is yielded once the
+    next record reads: a record the pass stops after may be longer than its ``Content-Length`` says, and is then
+    removed as ``read/truncated_record``."""
     with fsspec.open(shard.url, "rb") as f:
         tally.position = f.tell
         kind = _kind(f.read(4))
@@ -404,3 +320,164 @@ def read_warc(
         if pending:
             tally.not_a_record("warc/corrupt_region")
             log.warning("%s: the rest of the file could not be read", shard.url)
+
+
+def _is_document(record, tally: ReadTally) -> bool:
+    """Whether a record is a document (an HTTP response or a WET conversion) with a whole WARC header; the others
+    are counted here: a header cut off (``read/truncated_record`` for a document, ``warc/truncated_header``
+    otherwise) and every other record type (``warc/<type>``)."""
+    rtype = record.record_type
+    is_doc = rtype in (WarcRecordType.response, WarcRecordType.conversion)
+    if record.headers.get("Content-Length") is None:  # the header block itself was cut off
+        if is_doc:
+            tally.records += 1
+            tally.unusable_record("read/truncated_record")
+        else:
+            tally.not_a_record("warc/truncated_header")
+        return False
+    if not is_doc:
+        tally.not_a_record(f"warc/{str(rtype).split('.')[-1]}")
+        return False
+    return True
+
+
+# -- the body step: size caps, the payload read whole, the document -----------------------------------------------
+
+
+def _document(
+    record,
+    shard: Shard,
+    source: str,
+    tally: ReadTally,
+    ids: Iterator[int],
+    max_html_bytes: int,
+    max_text_bytes: int,
+) -> dict | None:
+    """A document record (:func:`_is_document`) as a document, or None when it is counted as removed or as no page:
+    one over its cap is skipped unread (:func:`_too_large`), a WET conversion is its text, an HTTP response its
+    page. ``ids`` numbers the documents read whole."""
+    conversion = record.record_type == WarcRecordType.conversion
+    if record.content_length > (max_text_bytes if conversion else max_html_bytes + HTTP_HEAD):
+        _too_large(record, tally)
+        return None
+    if conversion:
+        return _conversion(record, shard, source, tally, next(ids))
+    return _response(record, shard, source, tally, ids, max_html_bytes)
+
+
+def _too_large(record, tally: ReadTally) -> None:
+    """Count a record over its cap without reading it: skip its block, then see from the HTTP header that was read
+    first whether it is a page (a document removed as ``read/too_large``) or not (a non-record, as when read
+    whole)."""
+    tally.bytes += record.content_length
+    if record.record_type == WarcRecordType.conversion:
+        record.consume()
+        tally.records += 1
+        tally.unusable_record("read/too_large")
+        return
+    head = record.reader.read(HTTP_HEAD)
+    record.consume()
+    if not _http_page(record, head, tally):
+        return
+    tally.records += 1
+    tally.unusable_record("read/too_large")
+
+
+def _conversion(record, shard: Shard, source: str, tally: ReadTally, i: int) -> dict | None:
+    """A WET conversion record as the ``i``-th document (its text decoded as UTF-8, invalid bytes replaced), or
+    None when it is cut short (removed as ``read/truncated_record``)."""
+    expected = record.content_length
+    tally.records += 1
+    body = _read_payload(record, tally)
+    tally.bytes += len(body)
+    if len(body) < expected:
+        _cut_short(shard, record, len(body), expected)
+        tally.unusable_record("read/truncated_record")
+        return None
+    meta = _meta(record)
+    meta["content_type"] = record.headers.get("Content-Type", "text/plain")
+    return {
+        **shard.names(i, meta["warc_record_id"]),
+        "text": body.decode("utf-8", errors="replace"),
+        "source": source,
+        "metadata": meta,
+    }
+
+
+def _response(
+    record, shard: Shard, source: str, tally: ReadTally, ids: Iterator[int], max_html_bytes: int
+) -> dict | None:
+    """An HTTP response record as a document (its HTML bytes and declared charset), numbered from ``ids`` once it
+    is known to be a page; None when it is cut short, no page (:func:`_http_page`) or its body unusable."""
+    # the WARC Content-Length, taken before the HTTP header is parsed: after it, content_length is the payload's
+    expected = record.content_length
+    # read the whole block first: a record cut short must count as truncated, whatever part was lost
+    block = _read_payload(record, tally, counted=False)
+    tally.bytes += len(block)
+    if len(block) < expected:
+        _cut_short(shard, record, len(block), expected)
+        tally.records += 1
+        tally.unusable_record("read/truncated_record")
+        return None
+    if not _http_page(record, block, tally):
+        return None
+    i = next(ids)
+    tally.records += 1
+    if record.headers.get("WARC-Truncated"):  # the crawler stopped reading the body (a size or time cap)
+        tally.unusable_record("read/truncated_record")
+        return None
+    payload = _http_payload(record, tally, max_html_bytes)
+    if payload is None:
+        return None
+    meta = _meta(record)
+    meta["content_type"] = (record.http_content_type or "").lower()
+    return {
+        **shard.names(i, meta["warc_record_id"]),
+        "html": payload,
+        "charset": record.http_charset,
+        "source": source,
+        "metadata": meta,
+    }
+
+
+# -- the HTTP step: status, content type, framing and content codings -----------------------------------------------
+
+
+def _http_page(record, content: bytes, tally: ReadTally) -> bool:
+    """Whether a response whose block (or its first :data:`HTTP_HEAD` bytes) is ``content`` holds a page: its HTTP
+    header parses (else ``warc/bad_http_header``), its status is 2xx and its content type HTML (else
+    ``warc/http_not_ok``, ``warc/not_html``: :func:`_not_a_page`). What is no page is counted as a non-record."""
+    record.set_bytes_content(content)
+    try:
+        record.parse_http()
+    except Exception:  # a response whose HTTP header block is broken
+        tally.not_a_record("warc/bad_http_header")
+        return False
+    why = _not_a_page(record)
+    if why is not None:
+        tally.not_a_record(why)
+        return False
+    return True
+
+
+def _http_payload(record, tally: ReadTally, max_html_bytes: int) -> bytes | None:
+    """A page's HTML bytes: its HTTP body within its framing (:func:`_framed`), its content codings undone
+    (:func:`_decode_content`); None when the body is cut short (``read/truncated_record``), over
+    ``max_html_bytes`` (``read/too_large``) or its compressed data is corrupt (``read/bad_content_encoding``). A
+    body longer than its ``Content-Length`` is kept, and noted."""
+    headers = record.http_headers
+    try:
+        body, longer = _framed(record.reader.read(), headers, max_html_bytes)
+        payload = _decode_content(body, headers.get("Content-Encoding"), max_html_bytes)
+    except Truncated:
+        tally.unusable_record("read/truncated_record")
+        return None
+    except TooLarge:
+        tally.unusable_record("read/too_large")
+        return None
+    if payload is None:
+        tally.unusable_record("read/bad_content_encoding")
+        return None
+    if longer:
+        tally.notes["read/body_longer_than_content_length"] += 1
+    return payload
