@@ -132,3 +132,24 @@ def test_a_flag_of_another_engine_is_one_line(flags, line, capsys):
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and line in err and err.count("\n") == 1
+
+
+def test_every_command_has_a_handler_no_flag_overwrites():
+    """The registry dispatches on ``args.handler``; a flag with that dest would replace it (as ``--run`` did)."""
+    import argparse
+
+    from datapipe.cli import make_parser
+
+    def subparsers(ap):
+        for action in ap._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield name, sub
+                    yield from subparsers(sub)
+
+    found = dict(subparsers(make_parser()))
+    assert {"build", "inspect", "report", "browse", "train", "eval", "export-hf", "distill"} <= set(found)
+    for name, sub in found.items():
+        assert all(a.dest != "handler" for a in sub._actions), name
+        has_children = any(isinstance(a, argparse._SubParsersAction) for a in sub._actions)
+        assert name == "build" or has_children or sub.get_default("handler") is not None, name

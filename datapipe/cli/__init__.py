@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> None:
     ap = make_parser()
     try:
         args = ap.parse_args(argv)
-        if getattr(args, "run", None) is None:
+        if getattr(args, "handler", None) is None:
             ap.print_help()
             sys.exit(0 if not argv else 2)
-        sys.exit(args.run(args))
+        sys.exit(args.handler(args))
     except DatapipeError as e:
         failure = error_lines(e)
     except BrokenPipeError:  # `datapipe inspect ... | head`

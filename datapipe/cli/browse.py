@@ -40,4 +40,4 @@ def add_parser(sub) -> None:
     b.add_argument(
         "--run", action="append", default=[], help="a training run folder outside OUTPUT/runs (repeatable)"
     )
-    b.set_defaults(run=run)
+    b.set_defaults(handler=run)

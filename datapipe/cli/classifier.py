@@ -80,7 +80,7 @@ def add_parser(sub) -> None:
         "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
     )
     t.add_argument("recipe", help="a recipe name (fixture_quality) or path")
-    t.set_defaults(run=run_train)
+    t.set_defaults(handler=run_train)
     t.add_argument(
         "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
     )
@@ -117,4 +117,4 @@ def add_parser(sub) -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--limit", type=int, default=None, help="at most this many sample documents")
     d.add_argument("--output", required=True, help="the student's folder (must not exist)")
-    d.set_defaults(run=run_distill)
+    d.set_defaults(handler=run_distill)

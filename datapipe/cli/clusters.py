@@ -39,4 +39,4 @@ def add_parser(sub) -> None:
         action="store_true",
         help="the verified MinHash edges instead (a stage with keep_edges: true)",
     )
-    ec.set_defaults(run=run)
+    ec.set_defaults(handler=run)

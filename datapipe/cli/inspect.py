@@ -109,4 +109,4 @@ def add_parser(sub) -> None:
         "--cluster", metavar="ID", help="dedup stage folder: the duplicate cluster of this document (its id)"
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=run)
+    p.set_defaults(handler=run)

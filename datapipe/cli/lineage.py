@@ -24,4 +24,4 @@ def add_parser(sub) -> None:
         "examples:\n  datapipe lineage out/dclm_phase3/runs/tiny\n  datapipe lineage out/dclm_phase3",
     )
     lg.add_argument("path", help="a training run folder (run.json) or a mixture output folder")
-    lg.set_defaults(run=run)
+    lg.set_defaults(handler=run)

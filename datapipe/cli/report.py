@@ -46,4 +46,4 @@ def add_parser(sub) -> None:
         default=f"http://127.0.0.1:{BROWSE_PORT}",
         help="where the report's links find datapipe browse (default: its default address)",
     )
-    r.set_defaults(run=run)
+    r.set_defaults(handler=run)

@@ -21,4 +21,4 @@ def add_parser(sub) -> None:
         (add_export_parser, cmd_export_hf),
         (add_evaluate_parser, cmd_evaluate),
     ):
-        add(sub).set_defaults(run=run)
+        add(sub).set_defaults(handler=run)

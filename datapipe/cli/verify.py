@@ -45,4 +45,4 @@ def add_parser(sub) -> None:
         "examples:\n  datapipe verify out/dclm_phase3\n  datapipe verify out/dclm_phase3/wiki/tokenize-fd312c96",
     )
     v.add_argument("path", help="a cache folder or a mixture output folder / mixture.json")
-    v.set_defaults(run=run)
+    v.set_defaults(handler=run)
