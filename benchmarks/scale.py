@@ -10,8 +10,8 @@ wall and CPU seconds):
   ms per document, the largest process while it ran. ``dedup recall``: of the planted copies that reached the dedup
   stage together with their original, the share it removed.
 * **dedup**: the dedup global phase alone on ``planted.py`` keys (10^4 documents a shard; 30% planted copies), on
-  both engines with 2 workers: Beam's DirectRunner (``FileShuffleGlobal``) and datatrove's local executor
-  (``SpillTask`` rows), then the removal lists checked against the planted truth.
+  both engines with 2 workers: Beam's DirectRunner (``TaskTable``) and datatrove's local executor
+  (``PhaseTask`` rows), then the removal lists checked against the planted truth.
 
 Scaling: per series, stage and engine, the time per document at each size over that at the smallest size
 (``growth``; fixed start-up costs make the smallest size the dearest per document) and, from three sizes on, the
@@ -223,13 +223,13 @@ def dedup_child(engine: str, docs: int, work: str) -> None:
     shards = stage.shards()
     scratch = os.path.join(work, "scratch")
     if engine == "beam":
-        from pipelines.beam.dedup import FileShuffleGlobal
+        from pipelines.beam.phase import TaskTable
         from pipelines.beam.quiet import PipelineOptions, beam
         from pipelines.beam.runner import pipeline
 
         opts = PipelineOptions(["--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"])
         with pipeline(opts) as p:
-            _ = p | beam.Create(list(shards)) | FileShuffleGlobal(stage, shards, DEDUP_TASKS)
+            _ = p | beam.Create(list(shards)) | TaskTable(stage, shards, DEDUP_TASKS)
     else:
         from datatrove.executor import LocalPipelineExecutor
 

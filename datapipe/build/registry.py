@@ -20,6 +20,22 @@ DEDUP = "dedup"  # exact groups and MinHash components -> per-shard removal list
 PARAGRAPHS = "paragraphs"  # repeated lines -> per-shard line removals
 QUALITY_CUTOFF = "quality_cutoff"  # a global quantile of scores -> one cut-off (datapipe.quality.cutoff)
 PHASES = (DEDUP, PARAGRAPHS, QUALITY_CUTOFF)
+# each phase's task table (module, name): the rows every engine runs in order, a row's tasks in parallel as it
+# likes; a task is (name, function(stage, plan, item), what the row's tasks share out: shards, partitions, earlier
+# builds' shards, or once), the plan a datapipe.dedup.spill.Spill
+_PHASE_TASKS = {
+    DEDUP: ("datapipe.dedup.spill", "DEDUP_TASKS"),
+    PARAGRAPHS: ("datapipe.dedup.spill", "LINE_TASKS"),
+    QUALITY_CUTOFF: ("datapipe.quality.phase", "QUALITY_TASKS"),
+}
+
+
+def phase_tasks(phase: str) -> tuple[tuple[str, Callable[..., Any], str], ...]:
+    """The task table of a global phase: the one protocol both engines execute (Beam's file-shuffle path and
+    datatrove always; Beam's GroupByKey path is the alternative for dedup and paragraphs on a distributed
+    runner)."""
+    module, name = _PHASE_TASKS[phase]
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""The global phases of the dedup stages, as composite transforms inside the build's pipeline.
+"""The global phases of the dedup stages through Beam's ``GroupByKey`` (``--global-shuffle beam``, the default on a
+distributed runner), as composite transforms inside the build's pipeline. The other path, the phase's task table
+that the datatrove engine runs too, is :mod:`pipelines.beam.phase`; ``benchmarks/global_shuffle.py`` compares them.
 
 Document level (:class:`DedupGlobal`)::
 
@@ -53,7 +55,6 @@ from datapipe.dedup.components import (
 )
 from datapipe.dedup.graph import bucket_pairs, large_star, small_star
 from datapipe.dedup.minhash import jaccard
-from datapipe.dedup.spill import Spill
 from datapipe.dedup.stage import DedupStage, ParagraphStage
 from datapipe.dedup.store import (
     ShingleStore,
@@ -63,8 +64,6 @@ from datapipe.dedup.store import (
     write_removals,
 )
 from datapipe.errors import DatapipeError
-from datapipe.io import fs
-from datapipe.io.shards import Shard
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
 
@@ -72,13 +71,9 @@ CODER = beam.coders.FastPrimitivesCoder()
 CC_ROUNDS = 4  # large-star/small-star rounds a first attempt runs; a graph that needs more gets twice as many
 MAX_CC_ROUNDS = 64
 
-SPILL_DIR = "_spill"  # a file-shuffled phase's scratch folder, inside the stage's folder until it commits
-
 __all__ = [
     "CC_ROUNDS",
-    "SPILL_DIR",
     "DedupGlobal",
-    "FileShuffleGlobal",
     "ParagraphsGlobal",
     "ReportFigures",
     "next_cc_rounds",
@@ -458,60 +453,6 @@ class ParagraphsGlobal(beam.PTransform):
         )
         fig.add(removals | "Removals" >> WriteRemovalLists(self.stage.out_dir, False, fig))
         return fig.report() | "Commit" >> beam.ParDo(WriteReport(self.stage, None))
-
-
-class RunTask(beam.DoFn):
-    """One task of a file-shuffled phase (a row of ``datapipe.dedup.spill.DEDUP_TASKS`` / ``LINE_TASKS``)."""
-
-    def __init__(self, stage: DedupStage | ParagraphStage, spill: Spill, fn: Callable[..., Any]) -> None:
-        self.stage, self.spill, self.fn = stage, spill, fn
-
-    def setup(self) -> None:
-        setup = getattr(self.stage, "setup", None)
-        if setup is not None:
-            setup()
-
-    def process(self, item):
-        self.fn(self.stage, self.spill, item)
-        yield None
-
-
-class FileShuffleGlobal(beam.PTransform):
-    """A dedup or paragraph global phase through the partitioned files of :mod:`datapipe.dedup.spill`, for a
-    runner that would hold a ``GroupByKey`` in its own memory (the DirectRunner): each row of the phase's task
-    table is a ``ParDo`` over its items (the shards, the partition numbers, or one), emitted once every task of the
-    row before has finished; Beam's shuffle moves task numbers only, and every process holds one partition at a
-    time. The output holds one element once ``_GLOBAL_SUCCESS`` is written; the scratch folder is then removed."""
-
-    def __init__(self, stage: DedupStage | ParagraphStage, shards: tuple[Shard, ...], tasks: tuple) -> None:
-        super().__init__()
-        self.stage, self.tasks = stage, tasks
-        self.spill = Spill.of(fs.join(stage.out_dir, SPILL_DIR), shards, stage)
-        self.shards = shards
-
-    def expand(self, shards):
-        spill = self.spill
-        items: dict[str, list[Any]] = {
-            "partitions": list(range(spill.parts)),
-            "earlier": list(range(len(spill.earlier))),
-            "once": [None],
-        }
-        done = None
-        for name, fn, over in self.tasks:
-            if done is None:
-                todo = shards
-            else:
-                todo = (
-                    done
-                    | f"{name}/After" >> beam.combiners.Count.Globally()
-                    | f"{name}/Items" >> beam.FlatMap(lambda _, it=items[over]: it)
-                )
-            done = (
-                todo
-                | f"{name}/Spread" >> beam.Reshuffle()
-                | name >> beam.ParDo(RunTask(self.stage, spill, fn))
-            )
-        return done | "Clean" >> beam.Map(lambda _, url=spill.scratch: fs.remove(url))
 
 
 def run_dedup_global(

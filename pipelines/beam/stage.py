@@ -6,8 +6,8 @@ One stage (:class:`RunStage`, a composite transform)::
 
 A source's stages run as one chain (:class:`RunChain`) in one pipeline: the next stage's shard list is emitted by
 the previous stage's ``FinishStage``, so it starts only after that stage's ``_SUCCESS`` is written; a stage with a
-global phase (``pipelines/beam/dedup.py``, ``quality.py``; picked by the registry's phase name in
-``GLOBAL_TRANSFORMS``) gets it between the two, and its shards wait for the phase's commit. Every source's chain goes
+global phase (its task table, ``pipelines/beam/phase.py``, or for dedup and paragraphs on a distributed runner the
+GroupByKey transforms of ``pipelines/beam/dedup.py``: :func:`global_transform`) gets it between the two, and its shards wait for the phase's commit. Every source's chain goes
 into the same pipeline, so workers start, import and load their models once per build, which is most of a small
 build's time on the DirectRunner.
 
@@ -21,14 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from datapipe.build.plan import StagePlan
-from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
-from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
+from datapipe.build.registry import DEDUP, PARAGRAPHS, phase_tasks
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.stage import Stage, TwoPhaseStage, finish_stage, run_shard
 from datapipe.runtime.stats import StageStats
-from pipelines.beam.dedup import CC_ROUNDS, SPILL_DIR, DedupGlobal, FileShuffleGlobal, ParagraphsGlobal
-from pipelines.beam.quality import QualityCutoff
+from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
+from pipelines.beam.phase import SPILL_DIR, TaskTable
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
 
@@ -87,17 +86,23 @@ def _after(done: beam.PCollection, shards: tuple[Shard, ...], label: str) -> bea
     return done | label >> beam.FlatMap(lambda _, s=shards: list(s))
 
 
-# the composite transform of each global phase the registry names (``datapipe.build.registry.PHASES``), made from
-# (stage, its shards, component rounds, whether to shuffle through files): see ``BeamEngine`` for when it does
-GLOBAL_TRANSFORMS: dict[str, Callable[[Any, tuple[Shard, ...], int, bool], beam.PTransform]] = {
-    DEDUP: lambda stage, shards, rounds, files: (
-        FileShuffleGlobal(stage, shards, DEDUP_TASKS) if files else DedupGlobal(stage, rounds)
-    ),
-    PARAGRAPHS: lambda stage, shards, rounds, files: (
-        FileShuffleGlobal(stage, shards, LINE_TASKS) if files else ParagraphsGlobal(stage)
-    ),
-    QUALITY_CUTOFF: lambda stage, shards, rounds, files: QualityCutoff(stage),
+# the phases that may instead group their keys with Beam's GroupByKey (``--global-shuffle beam``), made from (stage,
+# component rounds): on a distributed runner the components are then large-star/small-star rounds over the shuffle
+# service, so no worker holds every edge (docs/running-on-beam.md); every other phase, and these on the DirectRunner,
+# run their task table
+GROUP_BY_KEY: dict[str, Callable[[Any, int], beam.PTransform]] = {
+    DEDUP: lambda stage, rounds: DedupGlobal(stage, rounds),
+    PARAGRAPHS: lambda stage, rounds: ParagraphsGlobal(stage),
 }
+
+
+def global_transform(
+    phase: str, stage: Any, shards: tuple[Shard, ...], rounds: int, files: bool
+) -> beam.PTransform:
+    """The composite transform of a global phase the registry names (``datapipe.build.registry.PHASES``)."""
+    if not files and phase in GROUP_BY_KEY:
+        return GROUP_BY_KEY[phase](stage, rounds)
+    return TaskTable(stage, shards, phase_tasks(phase))
 
 
 class RunStage(beam.PTransform):
@@ -119,10 +124,10 @@ class RunStage(beam.PTransform):
     def expand(self, shards):
         stage, plan = self.stage, self.plan
         if self.phase is not None and not (isinstance(stage, TwoPhaseStage) and stage.global_done()):
-            make = GLOBAL_TRANSFORMS[self.phase]
-            # dedup.against reads the earlier builds' stored keys: only the file shuffle does
+            # dedup.against reads the earlier builds' stored keys: only the task table does
             files = self.files or bool(getattr(getattr(stage, "config", None), "against", ()))
-            committed = shards | "Global" >> make(stage, tuple(plan.shards), self.cc_rounds, files)
+            transform = global_transform(self.phase, stage, tuple(plan.shards), self.cc_rounds, files)
+            committed = shards | "Global" >> transform
             shards = _after(committed, plan.shards, "Phase2/Shards")
         elif self.phase is not None:
             fs.remove(fs.join(stage.out_dir, SPILL_DIR))  # left by a run killed after its commit

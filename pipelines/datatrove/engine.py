@@ -33,7 +33,7 @@ from typing import Any
 
 from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
 from datapipe.build.progress import WaveProgress
-from datapipe.build.registry import DEDUP, PARAGRAPHS, QUALITY_CUTOFF
+from datapipe.build.registry import phase_tasks
 from datapipe.build.run import StageReport, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
@@ -88,23 +88,15 @@ class Job:
 
 
 def phase_steps(phase: str) -> tuple[tuple[str, Any, str], ...]:
-    """The executors of the global phase the registry names ``phase``: (phase folder, step factory, what its tasks
+    """The executors of the global phase the registry names ``phase``: one :class:`steps.PhaseTask` per row of the
+    phase's task table (``datapipe.build.registry.phase_tasks``), as (phase folder, step factory, what its tasks
     share out: ``shards``, ``partitions``, ``earlier`` shards, or ``once``). A step factory takes (stage, shards,
     scratch folder). datatrove is imported here, only when something runs."""
     from functools import partial
 
-    from datapipe.dedup.spill import DEDUP_TASKS, LINE_TASKS
     from pipelines.datatrove import steps
 
-    def spilled(tasks: tuple) -> tuple[tuple[str, Any, str], ...]:
-        return tuple((task[0], partial(steps.SpillTask, task=task), task[2]) for task in tasks)
-
-    table = {
-        DEDUP: spilled(DEDUP_TASKS),
-        PARAGRAPHS: spilled(LINE_TASKS),
-        QUALITY_CUTOFF: (("keys", steps.QualityKeys, "shards"), ("cutoff", steps.QualityCutoff, "once")),
-    }
-    return table[phase]
+    return tuple((task[0], partial(steps.PhaseTask, task=task), task[2]) for task in phase_tasks(phase))
 
 
 def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: DatatroveOptions) -> list[Job]:
@@ -128,13 +120,8 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     phase = global_phase(sp, st)
     if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
         scratch = fs.join(base, "scratch")
-        plan = Spill.of(scratch, shards, stage) if phase in (DEDUP, PARAGRAPHS) else None
-        items = {
-            "shards": len(shards),
-            "partitions": plan.parts if plan else 0,
-            "earlier": len(plan.earlier) if plan else 0,
-            "once": 1,
-        }
+        plan = Spill.of(scratch, shards, stage)
+        items = {"shards": len(shards), "partitions": plan.parts, "earlier": len(plan.earlier), "once": 1}
         width = {"shards": per_shard, "partitions": opts.buckets, "earlier": opts.buckets, "once": 1}
         for folder, step, over in phase_steps(phase):
             if items[over]:

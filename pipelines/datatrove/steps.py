@@ -8,27 +8,25 @@ counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<
 Global phases follow datatrove's file-based pattern; these steps only move data, and every decision is the function
 of ``datapipe.dedup.components`` / ``datapipe.quality.cutoff`` that the Beam engine calls too:
 
+every phase is its task table (``datapipe.build.registry.phase_tasks``), each row an executor of
+:class:`PhaseTask`, partitions spread over ``--buckets`` tasks:
+
 * dedup and paragraphs: the file-shuffled tasks of ``datapipe.dedup.spill`` (keys per shard, then per partition:
-  buckets, verification, removal lists; components and the commit once), each row an executor of
-  :class:`SpillTask`, partitions spread over ``--buckets`` tasks.
-* quality cut-off (``keep_fraction``): ``QualityKeys`` (per shard: (score, tie-break) of every document) ->
-  ``QualityCutoff`` (one task: the exact quantile over every shard's keys).
+  buckets, verification, removal lists; components and the commit once);
+* quality cut-off or ensemble buckets: ``datapipe.quality.phase`` (each shard's keys, then the report once).
 
 Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, beside datatrove's logging folders.
 """
 
 from __future__ import annotations
 
-import io
 import resource
 from typing import Any
 
-import numpy as np
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 
 from datapipe.dedup import spill
-from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.runtime.stage import DocumentStage, Stage, finish_stage, run_shard
@@ -38,17 +36,6 @@ from datapipe.runtime.stats import StageStats
 def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, ...]:
     """The shards task ``rank`` of ``world_size`` handles."""
     return shards[rank::world_size]
-
-
-def _save(url: str, **arrays: np.ndarray) -> None:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle flag
-    fs.write_bytes_atomic(url, buf.getvalue())
-
-
-def _load(url: str) -> dict[str, np.ndarray]:
-    with np.load(io.BytesIO(fs.read_bytes(url))) as z:
-        return {k: z[k] for k in z.files}
 
 
 def peak_rss_mb() -> int:
@@ -89,21 +76,6 @@ class _Step(PipelineStep):
             self.stat_update(f"removed/{reason}", value=n)
         if stats.tokens:
             self.stat_update("tokens", value=stats.tokens, unit="doc")
-
-
-class _ShardStep(_Step):
-    """A step that runs :meth:`shard` on each of this task's shards, timed."""
-
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        for shard in mine(self.shards, rank, world_size):
-            with self.track_time():
-                self.shard(shard)
-        self.count_peak()
-
-    def shard(self, shard: Shard) -> None:
-        raise NotImplementedError
 
 
 class StageShards(_Step):
@@ -150,12 +122,12 @@ class FinishStage(_Step):
         self.count_peak()
 
 
-# ------------------------------------------------------------------------------- dedup and paragraph phases
+# ------------------------------------------------------------------------------------------- global phases
 
 
-class SpillTask(_Step):
-    """One row of a file-shuffled global phase (``datapipe.dedup.spill.DEDUP_TASKS`` / ``LINE_TASKS``): task
-    ``r`` of ``T`` runs the row's function on shards ``r, r+T, ...``, on partitions ``r, r+T, ...``, or once."""
+class PhaseTask(_Step):
+    """One row of a global phase's task table (``datapipe.build.registry.phase_tasks``): task ``r`` of ``T`` runs
+    the row's function on shards ``r, r+T, ...``, on partitions ``r, r+T, ...``, or once."""
 
     def __init__(
         self, stage: Any, shards: tuple[Shard, ...], scratch: str, task: tuple[str, Any, str]
@@ -177,29 +149,4 @@ class SpillTask(_Step):
         for item in items:
             with self.track_time():
                 fn(self.stage, plan, item)
-        self.count_peak()
-
-
-# ------------------------------------------------------------------------------------------- quality cut-off
-
-
-class QualityKeys(_ShardStep):
-    """Per shard: ``(score, tie-break)`` of every document, for the cut-off."""
-
-    def shard(self, shard: Shard) -> None:
-        keys = self.stage.selection_array(shard)
-        self.stat_update("documents", value=len(keys))
-        _save(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"), keys=keys)
-
-
-class QualityCutoff(_Step):
-    """One task: the cut-off over every shard's keys -> ``global.json``."""
-
-    def run(self, data=None, rank: int = 0, world_size: int = 1):
-        if data:
-            yield from data
-        parts = [
-            _load(fs.join(self.scratch, "keys", f"{shard.index:05d}.npz"))["keys"] for shard in self.shards
-        ]
-        self.stage.write_global_report(self.stage.selection_report(parts))
         self.count_peak()
