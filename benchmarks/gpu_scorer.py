@@ -54,7 +54,8 @@ def main() -> None:
 
     if not torch.cuda.is_available():
         sys.exit("gpu_scorer: no CUDA device here (run it on a GPU host)")
-    texts = [json.loads(line)["text"] for line in open(args.texts)]
+    with open(args.texts) as f:
+        texts = [json.loads(line)["text"] for line in f]
     with tempfile.TemporaryDirectory() as folder:
         bert_classifier(Path(folder), texts, hidden=args.hidden, layers=args.layers)
         gpu = TransformersScorer(folder, "__label__hq", device="cuda")
