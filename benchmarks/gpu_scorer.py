@@ -76,8 +76,12 @@ def main() -> None:
             f"{torch.cuda.get_device_name()}: BERT {params / 1e6:.0f}M parameters, {len(texts):,} texts "
             f"(up to 512 tokens each); cuda vs cpu on {len(sample)} texts: max |diff| {diff:.2e}"
         )
-        print(f"batch budget {BATCH_TOKENS:,} tokens: {rates[0]:,.0f} docs/s; {4 * BATCH_TOKENS:,}: {rates[1]:,.0f}")
-        print(f"bench: gpu_scorer docs_per_s={rates[0]:.0f} docs_per_s_4x={rates[1]:.0f} max_abs_diff={diff:.2e}")
+        print(
+            f"batch budget {BATCH_TOKENS:,} tokens: {rates[0]:,.0f} docs/s; {4 * BATCH_TOKENS:,}: {rates[1]:,.0f}"
+        )
+        print(
+            f"bench: gpu_scorer docs_per_s={rates[0]:.0f} docs_per_s_4x={rates[1]:.0f} max_abs_diff={diff:.2e}"
+        )
 
 
 if __name__ == "__main__":
