@@ -355,6 +355,26 @@ def test_a_worker_writes_its_progress_while_it_works_and_removes_it_at_commit(tm
     assert before <= timing["started"] <= time.time()
 
 
+def test_a_finished_stage_holds_no_file_a_killed_writer_left(tmp_path):
+    """A worker killed mid-write (a Ray node, seen on a fresh clone) leaves ``.tmp-*`` beside the stage's parts
+    while its shard runs again elsewhere; the stage's finish removes it before ``_SUCCESS``."""
+    from datapipe import Shard
+    from datapipe.runtime.stage import finish_stage
+    from datapipe.runtime.stats import StageStats
+
+    class Done:
+        name, source, out_dir = "count", "web", str(tmp_path)
+
+        def finalize(self, shards, stats):
+            return {}
+
+    stray = tmp_path / ".tmp-part-00001.progress.json.qs7bc754"
+    stray.write_text("{")
+    shard = Shard(0, str(tmp_path / "in"), "in")
+    finish_stage(Done(), [shard], [StageStats(docs_in=1, docs_kept=1)], {})
+    assert not stray.exists() and (tmp_path / "_SUCCESS").exists()
+
+
 def test_wave_progress_reports_each_stage_with_its_own_time(tmp_path):
     """Two stages in one wave: a plain line per stage under way (not a terminal), and a report per stage in
     finishing order with the stage's own time (from its first shard's start, not the wave's). Waits on the

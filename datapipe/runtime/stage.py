@@ -126,6 +126,9 @@ def finish_stage(
         cleanup is not None
     ):  # before the commit: a kill after it must not leave scratch files in a finished stage
         cleanup()
+    # a worker killed mid-write while the build went on (its shard ran again elsewhere: a Ray node, a datatrove
+    # task) left its half-written file; every shard is committed now, so no writer of this stage is left
+    remove_temporaries(stage.out_dir)
     record = StageRecord(
         datapipe_version=__version__,
         source=stage.source,
