@@ -1,0 +1,145 @@
+"""Where the end-to-end build's time goes, per stage and for the fixed cost (issue 43 item 1).
+
+The build is ``benchmarks/e2e.py``'s: the same ~5,250 real Debian pages in 8 WARC shards, the same mixture (our
+extractor, lid.176, ``refinedweb`` filters, exact + MinHash dedup, the fixture quality classifier, GPT-2), the same
+2 DirectRunner workers, after the same untimed warm-up build. It runs under py-spy (``pip install py-spy``, done
+here when missing), which samples the launcher and every worker process it starts (``--subprocesses``), and a
+second, tiny build (8 pages) shows the fixed cost: what a build spends whatever its input.
+
+Each sample (one process's stack at one instant, active threads only) is given to the first category its stack
+matches, innermost frame first: a stage's own modules (``datapipe/extract``, ``datapipe/langid``, ...) and the
+libraries only that stage calls; the stage runtime's reading and writing of parts (zstd JSONL); the tokenizer
+and the cache writes; model loading; imports; and what is left in Beam's runner. The table is CPU seconds per
+category (samples / rate), over all processes.
+
+    .venv/bin/python benchmarks/profile_e2e.py [--work DIR] [--rate 100]
+
+Last line: ``bench: profile_e2e cpu_s=C fixed_cpu_s=F top=CATEGORY:SHARE ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+# (category, pattern over one frame "function (path:line)"), tried innermost frame first; the first match wins
+CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
+    ("import", re.compile(r"<frozen importlib\._bootstrap")),
+    ("load models", re.compile(r"load_model|load_fasttext|from_file|Tokenizer\.from|_load_lid")),
+    ("extract: HTML -> text", re.compile(r"datapipe/extract/|selectolax|resiliparse|treewalk")),
+    ("extract: WARC read", re.compile(r"datapipe/io/warc\.py|fastwarc|warcio|datapipe/io/readers\.py")),
+    ("langid", re.compile(r"datapipe/langid/")),
+    ("filters", re.compile(r"datapipe/filters/|datapipe/languages/|datapipe/kernels/")),
+    ("dedup", re.compile(r"datapipe/dedup/")),
+    ("quality", re.compile(r"datapipe/quality/")),
+    ("tokenize", re.compile(r"datapipe/tokenize/|tokenizers/")),
+    ("cache write", re.compile(r"datapipe/store/|tensorstore")),
+    ("parts: read/write JSONL", re.compile(r"datapipe/io/jsonl\.py|zstandard|orjson")),
+    ("stage runtime", re.compile(r"datapipe/runtime/")),
+    (
+        "build: plan, checks, manifest",
+        re.compile(r"datapipe/build/|datapipe/config/|pipelines/build_mixture"),
+    ),
+    ("Beam runner", re.compile(r"apache_beam|pipelines/beam/|grpc")),
+]
+
+
+def ensure_py_spy() -> str:
+    exe = Path(sys.executable).with_name("py-spy")
+    if not exe.exists() and importlib.util.find_spec("py_spy") is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+    if not exe.exists():
+        sys.exit("profile_e2e: py-spy did not install a py-spy program beside this Python")
+    return str(exe)
+
+
+def categorize(raw: Path) -> Counter[str]:
+    """Samples per category from py-spy's raw (collapsed) output."""
+    out: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [f for f in stack.split(";") if not f.startswith("process ")]
+        for frame in reversed(frames):
+            hit = next((name for name, pat in CATEGORIES if pat.search(frame)), None)
+            if hit is not None:
+                out[hit] += int(count)
+                break
+        else:
+            out["other"] += int(count)
+    return out
+
+
+def profile(spy: str, cmd: list[str], raw: Path, rate: int, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [spy, "record", "--subprocesses", "--full-filenames", "--format", "raw", "--rate", str(rate),
+         "--nonblocking", "-o", str(raw), "--", *cmd],
+        cwd=REPO, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        sys.exit(f"profile_e2e: the profiled build failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", help="working folder (kept); default a temporary one")
+    ap.add_argument("--rate", type=int, default=100, help="samples a second per process (default 100)")
+    args = ap.parse_args()
+    import e2e
+
+    from pipelines.build_mixture import command
+
+    spy = ensure_py_spy()
+    work = Path(args.work or tempfile.mkdtemp(prefix="profile-e2e-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    pages = e2e.real_pages()
+    model = e2e.train_classifier(work)
+    env = e2e.child_env(work)
+    flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={e2e.WORKERS}"]
+    runs = {}
+    for tag, chosen in (("warmup", pages[::20]), ("fixed", pages[:8]), ("full", pages)):
+        corpus, out, mixture = work / f"corpus-{tag}", work / f"out-{tag}", work / f"mixture-{tag}.yaml"
+        for p in (corpus, out):
+            shutil.rmtree(p, ignore_errors=True)
+        e2e.build_corpus(corpus, chosen, 1, shards=2 if tag != "full" else e2e.SHARDS)
+        e2e.write_mixture(mixture, corpus, model, 0.5, 5.0)
+        cmd = command(str(mixture), str(out), *flags)
+        if tag == "warmup":  # numba's caches, as e2e.py does: not profiled
+            subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
+            continue
+        raw = work / f"profile-{tag}.txt"
+        wall = profile(spy, cmd, raw, args.rate, env)
+        runs[tag] = (len(chosen), wall, categorize(raw))
+    full_pages, full_wall, full = runs["full"]
+    _, fixed_wall, fixed = runs["fixed"]
+    total, fixed_total = sum(full.values()) / args.rate, sum(fixed.values()) / args.rate
+    print(f"profile_e2e: {full_pages:,} pages, 2 workers; py-spy at {args.rate} samples/s per process")
+    print(f"{'category':<32} {'full build CPU s':>16} {'share':>7} {'8-page build CPU s':>19}")
+    for name, n in full.most_common():
+        print(
+            f"{name:<32} {n / args.rate:>16.1f} {n / sum(full.values()):>7.1%} {fixed[name] / args.rate:>19.1f}"
+        )
+    print(f"{'total':<32} {total:>16.1f} {'':>7} {fixed_total:>19.1f}")
+    print(f"wall (profiled): full {full_wall:.1f} s, 8 pages {fixed_wall:.1f} s")
+    top = " ".join(
+        f"{re.sub(r'[^a-z]+', '_', k.lower()).strip('_')}:{n / sum(full.values()):.2f}"
+        for k, n in full.most_common(4)
+    )
+    print(f"bench: profile_e2e cpu_s={total:.1f} fixed_cpu_s={fixed_total:.1f} top={top}")
+
+
+if __name__ == "__main__":
+    main()
