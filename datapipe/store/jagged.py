@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tensorstore as ts
 
 from datapipe.io import fs
 from datapipe.store.tensorstore_spec import INNER_CHUNK, OUTER_CHUNK, open_array
+
+if (
+    TYPE_CHECKING
+):  # TensorStore loads where an array is opened, not with this module: a tokenize worker writes
+    import tensorstore as ts  # per-shard .npy parts and needs neither it nor ml_dtypes (0.4-0.5 s of import)
 
 
 def write_jagged(path: str, rows: Sequence[np.ndarray], dtype: str = "uint32") -> tuple[int, int]:
@@ -89,6 +94,8 @@ def concat_jagged(
     a growing prefix of complete rows. An existing array is reused, not deleted, so a reader never finds it
     missing; the bytes do not depend on how the shard caches were produced. Returns (rows, elements).
     """
+    import tensorstore as ts
+
     offsets_arr = open_array(fs.join(dest, "offsets"), "int64", create=True, reuse=True)
     data_arr = open_array(fs.join(dest, "data"), dtype, create=True, reuse=True)
     if int(offsets_arr[0].read().result()):  # a rerun after a kill starts over from no committed rows
@@ -180,6 +187,8 @@ class JaggedReader:
     def windows(self, starts, length: int) -> np.ndarray:
         """Token windows ``data[s : s + length]`` for many starts, read together in one TensorStore batch (a loader's
         access pattern: fixed-length sequences over the concatenated stream)."""
+        import tensorstore as ts
+
         with ts.Batch() as batch:
             futures = self.read_spans(starts, [length] * len(starts), batch)
         return np.stack([f.result() for f in futures]) if futures else np.zeros((0, length), dtype=np.uint32)

@@ -8,12 +8,13 @@ blosc at clevel 5. See ../../shared/DESIGN.md ("The token cache").
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import tensorstore as ts
-
 from datapipe.io import fs
+
+if TYPE_CHECKING:  # loaded by open_array, when an array is opened (see datapipe.store.jagged)
+    import tensorstore as ts
 
 SHAPE = 2**54
 OUTER_CHUNK = 134_217_728
@@ -70,6 +71,8 @@ def open_array(
 ) -> ts.TensorStore:
     """Open an existing array (``create=False``), create it afresh (``create=True``), or with ``reuse`` open it
     if it exists and create it if not: readers polling the array never find it missing."""
+    import tensorstore as ts
+
     spec = array_spec(url, dtype)
     if create and reuse:
         return ts.open(spec, create=True, open=True, context=context).result()
