@@ -71,7 +71,7 @@ def one(path: str, workers: int, upstream: str, out: str, shards: int) -> dict:
     from datapipe.dedup.spill import DEDUP_TASKS
     from datapipe.dedup.stage import DedupStage
     from datapipe.io.shards import Shard
-    from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, next_cc_rounds
+    from pipelines.beam.dedup import run_dedup_global
     from pipelines.beam.phase import TaskTable
     from pipelines.beam.quiet import PipelineOptions, beam
     from pipelines.beam.runner import pipeline
@@ -84,17 +84,13 @@ def one(path: str, workers: int, upstream: str, out: str, shards: int) -> dict:
     stage = DedupStage(
         "bench", DedupConfig(exact=True, minhash=MinHashConfig.preset("fineweb")), upstream, out
     )
-    rounds, attempts = CC_ROUNDS, 0
     t0, c0 = time.perf_counter(), time.process_time()
-    while True:
-        attempts += 1
+    if path == "files":
         stage.reset_global()
-        transform = TaskTable(stage, parts, DEDUP_TASKS) if path == "files" else DedupGlobal(stage, rounds)
         with pipeline(options) as p:
-            _ = p | "Shards" >> beam.Create(list(parts)) | "Dedup" >> transform
-        if stage.global_done():
-            break
-        rounds = next_cc_rounds(out, rounds)
+            _ = p | "Shards" >> beam.Create(list(parts)) | "Dedup" >> TaskTable(stage, parts, DEDUP_TASKS)
+    else:  # with as many star rounds as the components need, as the engine runs it
+        run_dedup_global(stage, list(parts), options)
     wall = time.perf_counter() - t0
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
@@ -102,7 +98,6 @@ def one(path: str, workers: int, upstream: str, out: str, shards: int) -> dict:
         "cpu_s": time.process_time() - c0 + children.ru_utime + children.ru_stime,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "worker_rss_mb": children.ru_maxrss / 1024,
-        "attempts": attempts,
         "removals": removals_digest(out),
         "components": stage.read_global_report()["components"],
     }

@@ -35,7 +35,13 @@ def command(mixture: str, output: str, *extra: str) -> list[str]:
 
 
 def parser(engines: dict[str, EngineEntry] | None = None, prog: str = PROG) -> argparse.ArgumentParser:
-    engines = registered() if engines is None else engines
+    return _parser(registered() if engines is None else engines, prog)[0]
+
+
+def _parser(
+    engines: dict[str, EngineEntry], prog: str
+) -> tuple[argparse.ArgumentParser, dict[str, list[argparse.Action]]]:
+    """The launcher's parser, and each engine's own flags (the actions its ``add_flags`` added)."""
     ap = argparse.ArgumentParser(
         prog=prog,
         description=__doc__,
@@ -74,19 +80,12 @@ def parser(engines: dict[str, EngineEntry] | None = None, prog: str = PROG) -> a
         metavar="SECONDS",
         help="when another build holds the output folder, wait this long for it (default: refuse at once)",
     )
+    flags: dict[str, list[argparse.Action]] = {}
     for name, entry in engines.items():
-        entry.add_flags(ap.add_argument_group(f"{name} engine (--engine {name})"))
-    return ap
-
-
-def _engine_flags(ap: argparse.ArgumentParser) -> dict[str, list[argparse.Action]]:
-    """Each engine's flags, from the argument groups :func:`parser` made."""
-    out: dict[str, list[argparse.Action]] = {}
-    for group in ap._action_groups:
-        title = group.title or ""
-        if title.endswith(")") and "(--engine " in title:
-            out[title.split(" ", 1)[0]] = list(group._group_actions)
-    return out
+        group = ap.add_argument_group(f"{name} engine (--engine {name})")
+        entry.add_flags(group)
+        flags[name] = list(group._group_actions)
+    return ap, flags
 
 
 def request(args: argparse.Namespace) -> BuildRequest:
@@ -107,9 +106,9 @@ def make_engine(argv: list[str] | None, prog: str = PROG) -> tuple[argparse.Name
     """The parsed flags and the engine they ask for. A flag of another engine than the chosen one is refused (it
     would be silently ignored), before any work."""
     engines = registered()
-    ap = parser(engines, prog)
+    ap, flags = _parser(engines, prog)
     args, extra = ap.parse_known_args(argv)
-    for other, actions in _engine_flags(ap).items():
+    for other, actions in flags.items():
         if other == args.engine:
             continue
         for action in actions:

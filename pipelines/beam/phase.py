@@ -22,15 +22,12 @@ SPILL_DIR = "_spill"  # a phase's scratch folder, inside the stage's folder unti
 
 
 class RunTask(beam.DoFn):
-    """One task of a row: the row's function on one item."""
+    """One task of a row: the row's function on one item. No eager ``stage.setup()``: a task that needs the stage's
+    resources sets them up itself (signing, scoring), so a task that only groups or decides (buckets, the quality
+    cut-off) loads no model, as on the datatrove engine."""
 
     def __init__(self, stage: TwoPhaseStage, spill: Spill, fn: Callable[..., Any]) -> None:
         self.stage, self.spill, self.fn = stage, spill, fn
-
-    def setup(self) -> None:
-        setup = getattr(self.stage, "setup", None)
-        if setup is not None:
-            setup()
 
     def process(self, item):
         self.fn(self.stage, self.spill, item)
