@@ -77,3 +77,45 @@ def test_hub_tokenizer_without_network_is_one_line_in_seconds(tmp_path):
     (line,) = proc.stdout.strip().splitlines()
     assert line.startswith("hf:openai-community/gpt2: the Hugging Face hub (hub.invalid) cannot be reached (")
     assert line.endswith("give the path of a local tokenizer.json as tokenizer.path")
+
+
+def _hf_ids(tok, texts: list[str]) -> list[list[int]]:
+    return [e.ids for e in tok.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+
+
+def test_gpt2_through_tiktoken_gives_tokenizers_ids(fixture_texts):
+    """GPT-2 is encoded by tiktoken (datapipe/tokenize/fast.py); its ids must be tokenizers' on every vocabulary
+    entry, on runs of random entries and on every fixture text (prose, code and many languages)."""
+    import random
+
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=False))
+    assert tok.fast is not None
+    vocab = tok.tokenizer.decode_batch([[i] for i in range(50256)])
+    rng = random.Random(0)
+    runs = ["".join(rng.choices(vocab, k=rng.randint(2, 40))) for _ in range(20_000)]
+    texts = [*vocab, *(" " + v for v in vocab), *runs, *fixture_texts]
+    got = [a.tolist() for a in tok.encode_arrays(texts)]
+    want = _hf_ids(tok, texts)
+    assert [t for t, g, w in zip(texts, got, want, strict=True) if g != w] == []
+
+
+def test_an_added_token_literal_is_its_id_on_both_paths():
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=False))
+    text = "one<|endoftext|>two"
+    assert tok.encode_batch([text]) == _hf_ids(tok, [text]) and 50256 in tok.encode_batch([text])[0]
+
+
+def test_only_gpt2_itself_takes_the_fast_path(tmp_path):
+    """A tokenizer that differs from GPT-2 in anything that decides ids (here one merge fewer) is encoded by
+    tokenizers alone; the same tokenizer.json given by path takes the fast path."""
+    import json
+
+    from datapipe.tokenize.fast import fast_encoder
+
+    data = json.loads(build_gpt2().to_str())
+    (tmp_path / "same.json").write_text(json.dumps(data))
+    data["model"]["merges"] = data["model"]["merges"][:-1]
+    (tmp_path / "other.json").write_text(json.dumps(data))
+    assert load_tokenizer(TokenizerConfig(str(tmp_path / "same.json"))).fast is not None
+    other = load_tokenizer(TokenizerConfig(str(tmp_path / "other.json")))
+    assert other.fast is None and fast_encoder(other.tokenizer) is None

@@ -18,7 +18,7 @@ import importlib.util
 import os
 import socket
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -27,6 +27,7 @@ from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.store.identity import TokenizerIdentity
+from datapipe.tokenize.fast import Encoder, fast_encoder
 
 LONG_TEXT = 1 << 20  # characters; longer texts are tokenized in pieces
 PIECE = 1 << 17  # target piece length
@@ -143,6 +144,9 @@ def _special_id(tok: Tokenizer, explicit: str | None, candidates: tuple[str, ...
 class LoadedTokenizer:
     tokenizer: Tokenizer
     identity: TokenizerIdentity
+    # tiktoken for GPT-2's tokenizer (same ids, less CPU: :mod:`datapipe.tokenize.fast`), with the added tokens'
+    # literals whose texts it leaves to ``tokenizer``
+    fast: tuple[Encoder, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
 
     def save(self, url: str) -> None:
         """Write the tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: a copy
@@ -157,7 +161,12 @@ class LoadedTokenizer:
         """Like :meth:`encode_batch`, as uint32 arrays; a text over ``LONG_TEXT`` characters is tokenized in pieces
         so that its memory stays a few times its size (see :func:`split_long`)."""
         out: list[np.ndarray | None] = [None] * len(texts)
-        short = [i for i, t in enumerate(texts) if len(t) <= LONG_TEXT]
+        if self.fast is not None:
+            encode, literals = self.fast
+            for i, t in enumerate(texts):
+                if not any(lit in t for lit in literals):
+                    out[i] = encode(t)
+        short = [i for i, t in enumerate(texts) if out[i] is None and len(t) <= LONG_TEXT]
         encoded = self.tokenizer.encode_batch_fast([texts[i] for i in short], add_special_tokens=False)
         for i, enc in zip(short, encoded, strict=True):
             out[i] = np.asarray(enc.ids, dtype=np.uint32)
@@ -208,4 +217,4 @@ def load_tokenizer(cfg: TokenizerConfig) -> LoadedTokenizer:
         bos_id=bos_id,
         eos_id=eos_id,
     )
-    return LoadedTokenizer(tok, identity)
+    return LoadedTokenizer(tok, identity, fast_encoder(tok, serialized, is_gpt2=cfg.path == "builtin:gpt2"))
