@@ -65,7 +65,8 @@ class LineModifiers:
             return False
         if self.drop_boilerplate and _BOILERPLATE.match(stripped):
             return False
-        return len(stripped.split()) >= self.min_line_words
+        # stripped has no outer whitespace: k words are there once k - 1 splits succeed
+        return len(stripped.split(maxsplit=self.min_line_words - 1)) >= self.min_line_words
 
     def __call__(self, doc: FilterDoc) -> str | None:
         lines = doc.text.split("\n")
