@@ -294,9 +294,9 @@ def test_ngram_counts_equal_datatrove(words):
         get_n_grams,
     )
 
-    from datapipe.filters.gopher import _NgramIndex
+    from datapipe.filters.wordindex import WordIndex
 
-    index = _NgramIndex(words)
+    index = WordIndex(words)
     for n in (2, 3, 4):
         if len(words) >= n:
             assert index.top_chars(n) == find_top_duplicate(get_n_grams(words, n))
@@ -312,3 +312,23 @@ def test_paragraph_and_line_splits_equal_datatroves_regexes(text):
     from datapipe.filters.gopher import split_paragraphs_and_lines
 
     assert split_paragraphs_and_lines(text) == (re.split(r"\n{2,}", text.strip()), re.split("\n+", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            alphabet=[".", ",", "!", "—", "a", "é", "7", "\U0001d538", chr(0x1DA88), chr(0x1DA89)], min_size=1
+        ),
+        max_size=60,
+    )
+)
+def test_symbol_words_counted_as_datatrove_counts_them(words):
+    """Gopher quality's non-symbol words (``not PUNCTUATION_SET.issuperset(w)``) and their characters, from the
+    compiled walk; the alphabet mixes punctuation, letters, an astral letter and the set's last code point."""
+    from datatrove.utils.text import PUNCTUATION_SET
+
+    from datapipe.filters.wordindex import WordIndex
+
+    non = [w for w in words if not PUNCTUATION_SET.issuperset(w)]
+    assert WordIndex(words).non_symbol() == (len(non), sum(map(len, non)))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from datapipe.languages.spacy_words import splitter
 
 if TYPE_CHECKING:
+    from datapipe.filters.wordindex import WordIndex
     from datapipe.languages.words import Splitter
 
 
@@ -31,7 +32,7 @@ class FilterDoc:
     @text.setter
     def text(self, value: str) -> None:
         self._text = value
-        for name in ("words",):
+        for name in ("words", "index"):
             self.__dict__.pop(name, None)
 
     @cached_property
@@ -39,3 +40,10 @@ class FilterDoc:
         """Words exactly as datatrove's word tokenizer for the language splits them (see :mod:`datapipe.languages.spacy_words`
         and :mod:`datapipe.languages.words`)."""
         return (self._words_by or splitter("en")).split(self._text)
+
+    @cached_property
+    def index(self) -> WordIndex:
+        """The words as arrays, for the rules that count over every word (:mod:`datapipe.filters.wordindex`)."""
+        from datapipe.filters.wordindex import WordIndex
+
+        return WordIndex(self.words)

@@ -10,12 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 
-import numba
-import numpy as np
-from datatrove.utils.text import PUNCTUATION_SET
-
 from datapipe.filters.document import FilterDoc
-from datapipe.kernels.spans import same_span
 from datapipe.runtime.evidence import Removal
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
@@ -40,16 +35,14 @@ class GopherQuality:
         n_words = len(words)
         if n_words == 0:
             return Removal("gopher_short_doc", "words", 0)
-        # per distinct word, then weighted by its count: the same sums as datatrove's per-word loops
-        counts = Counter(words)
-        non_symbol = [(w, c) for w, c in counts.items() if not PUNCTUATION_SET.issuperset(w)]
-        n_non_symbol = sum(c for _, c in non_symbol)
+        # one compiled walk over the words: the same counts as datatrove's per-word loops
+        n_non_symbol, non_symbol_chars = doc.index.non_symbol()
         if self.min_doc_words and n_non_symbol < self.min_doc_words:
             return Removal("gopher_short_doc", "words", n_non_symbol, "<", self.min_doc_words)
         if self.max_doc_words and n_non_symbol > self.max_doc_words:
             return Removal("gopher_long_doc", "words", n_non_symbol, ">", self.max_doc_words)
         if n_non_symbol:  # datatrove takes the mean of an empty list as NaN, which fails no comparison
-            avg = sum(len(w) * c for w, c in non_symbol) / n_non_symbol
+            avg = non_symbol_chars / n_non_symbol
             if self.min_avg_word_length and avg < self.min_avg_word_length:
                 return Removal(
                     "gopher_below_avg_threshold", "mean_word_length", avg, "<", self.min_avg_word_length
@@ -92,6 +85,7 @@ class GopherQuality:
                         self.max_ellipsis_lines_ratio,
                     )
         if self.max_non_alpha_words_ratio:
+            counts = Counter(words)  # per distinct word, weighted by its count
             alpha = sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
             if alpha / n_words < self.max_non_alpha_words_ratio:
                 return Removal(
@@ -103,7 +97,7 @@ class GopherQuality:
                 )
         if (
             self.min_stop_words
-            and (stops := len(set(self.stop_words).intersection(counts))) < self.min_stop_words
+            and (stops := len(set(self.stop_words).intersection(words))) < self.min_stop_words
         ):
             return Removal("gopher_enough_stop_words", "stop_words", stops, "<", self.min_stop_words)
         return None
@@ -145,164 +139,6 @@ def repeated_elements(items: list[str]) -> tuple[int, int]:
         else:
             seen.add(x)
     return n, chars
-
-
-class _NgramIndex:
-    """Word n-grams of one document, counted by compiled hash-table walks (one pass per n).
-
-    Top n-grams compare word by word (datatrove joins them with spaces), so their table holds word ids. Duplicate
-    n-grams compare as the concatenation of their words, as datatrove's ``find_all_duplicate`` does ("ab"+"c"
-    equals "a"+"bc"): their table holds a polynomial hash of that character span, and a hash that matches is
-    confirmed character by character, so the counts are exact.
-    """
-
-    def __init__(self, words: list[str]) -> None:
-        self.words = words
-        self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        self.ends = np.cumsum(self.lengths)
-        self.codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
-        self.ids = _word_ids(self.codes, self.ends)
-        self._prefix: tuple[np.ndarray, np.ndarray] | None = None
-
-    def top_chars(self, n: int) -> int:
-        """Characters covered by the most frequent n-gram: (its length joined by spaces) x (its count).
-
-        Ties go to the n-gram seen first, as ``Counter.most_common(1)`` breaks them.
-        """
-        best, start = _top_ngram(self.ids, n)
-        chars = int(self.lengths[start : start + n].sum()) + n - 1
-        return chars * int(best)
-
-    def duplicate_chars(self, n: int) -> int:
-        """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
-        if len(self.words) - n + 1 <= 1:
-            return 0
-        if self._prefix is None:
-            self._prefix = _prefix_hashes(self.codes)
-        prefix, inverse = self._prefix
-        return int(_duplicate_chars(self.codes, self.ends, n, prefix, inverse))
-
-
-_BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
-_BASE_INV = np.uint64(pow(0x100000001B3, -1, 1 << 64))
-
-
-@numba.njit(cache=True, nogil=True)
-def _slots(m):  # pragma: no cover - compiled
-    """A power of two >= 2m: open addressing stays short."""
-    size = 16
-    while size < 2 * m:
-        size *= 2
-    return size
-
-
-@numba.njit(cache=True, nogil=True)
-def _word_ids(codes, ends):  # pragma: no cover - compiled
-    """An id per word, equal for equal words (numbered by first occurrence)."""
-    size = _slots(len(ends))
-    first = np.full(size, -1, dtype=np.int64)
-    mask = np.uint64(size - 1)
-    ids = np.empty(len(ends), dtype=np.int64)
-    n_ids = 0
-    for w in range(len(ends)):
-        s = ends[w - 1] if w > 0 else 0
-        e = ends[w]
-        h = np.uint64(e - s)
-        for k in range(s, e):
-            h = (h ^ np.uint64(codes[k])) * _BASE
-        slot = (h ^ (h >> np.uint64(29))) & mask
-        while True:
-            q = first[slot]
-            if q < 0:
-                first[slot] = w
-                ids[w] = n_ids
-                n_ids += 1
-                break
-            s2 = ends[q - 1] if q > 0 else 0
-            if ends[q] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
-                ids[w] = ids[q]
-                break
-            slot = (slot + np.uint64(1)) & mask
-    return ids
-
-
-@numba.njit(cache=True, nogil=True)
-def _top_ngram(ids, n):  # pragma: no cover - compiled
-    """(count of the most frequent n-gram of word ids, its first position); the earliest among equal counts."""
-    m = len(ids) - n + 1
-    size = _slots(m)
-    first = np.full(size, -1, dtype=np.int64)
-    count = np.zeros(size, dtype=np.int64)
-    mask = np.uint64(size - 1)
-    for i in range(m):
-        h = np.uint64(0)
-        for k in range(n):
-            h = (h ^ np.uint64(ids[i + k])) * _BASE
-        slot = (h ^ (h >> np.uint64(29))) & mask
-        while True:
-            q = first[slot]
-            if q < 0:
-                first[slot], count[slot] = i, 1
-                break
-            if same_span(ids, q, ids, i, n):
-                count[slot] += 1
-                break
-            slot = (slot + np.uint64(1)) & mask
-    best, start = 0, 0
-    for cell in range(size):
-        q = first[cell]
-        if q >= 0 and (count[cell] > best or (count[cell] == best and q < start)):
-            best, start = count[cell], q
-    return best, start
-
-
-@numba.njit(cache=True, nogil=True)
-def _prefix_hashes(codes):  # pragma: no cover - compiled
-    """P[i] = sum_{j<i} c_j B^j and B^-i, modulo 2**64 (uint64 arithmetic wraps)."""
-    prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
-    inverse = np.empty(len(codes) + 1, dtype=np.uint64)
-    pw, inv = np.uint64(1), np.uint64(1)
-    for i in range(len(codes)):
-        inverse[i] = inv
-        prefix[i + 1] = prefix[i] + np.uint64(codes[i]) * pw
-        pw *= _BASE
-        inv *= _BASE_INV
-    inverse[len(codes)] = inv
-    return prefix, inverse
-
-
-@numba.njit(cache=True, nogil=True)
-def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - compiled
-    """``find_all_duplicate``: visited n-grams go into a set (keyed by the span's hash, shifted to start at B^0,
-    and confirmed by its characters); a visited n-gram already there is a repeat: add its characters, skip n."""
-    m = len(ends) - n + 1
-    size = _slots(m)
-    visited = np.full(size, -1, dtype=np.int64)
-    hashes = np.zeros(size, dtype=np.uint64)
-    mask = np.uint64(size - 1)
-    repeated = 0
-    idx = 0
-    while idx < m:
-        s = ends[idx - 1] if idx > 0 else 0
-        e = ends[idx + n - 1]
-        h = (prefix[e] - prefix[s]) * inverse[s]
-        slot = (h ^ (h >> np.uint64(29))) & mask
-        found = False
-        while visited[slot] >= 0:
-            if hashes[slot] == h:
-                q = visited[slot]
-                s2 = ends[q - 1] if q > 0 else 0
-                if ends[q + n - 1] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
-                    found = True
-                    break
-            slot = (slot + np.uint64(1)) & mask
-        if found:
-            repeated += e - s
-            idx += n
-        else:
-            visited[slot], hashes[slot] = idx, h
-            idx += 1
-    return repeated
 
 
 @dataclass(frozen=True)
@@ -352,7 +188,7 @@ class GopherRepetition:
                 ">",
                 self.dup_line_char_frac,
             )
-        index = _NgramIndex(doc.words)
+        index = doc.index
         # datatrove compares top n-grams as words joined by spaces: where a word holds a space (pyvi's Vietnamese
         # "kiểm tra"), two different splits can join to one string, so those documents count joined strings
         top = index.top_chars if " " not in "".join(doc.words) else partial(top_joined_chars, doc.words)
