@@ -129,9 +129,12 @@ class WordSplitter:
         prefixes: list[str] = []
         suffixes: list[str] = []
         last_size = -1
+        english = self._english
         while string and len(string) != last_size:
             if string in specials:
                 return None
+            if english and string.isalpha():
+                break  # no English prefix or suffix matches letters only (they need punctuation, a digit or '$')
             last_size = len(string)
             m = prefix_search(string)
             pre_len = (m.end() - m.start()) if m is not None else 0
@@ -187,6 +190,8 @@ class WordSplitter:
                 for p in patterns.get(t, ()):
                     if tokens[i : i + len(p)] == p:
                         return None
+            # a chunk of split() holds no whitespace, so neither do its pieces, and none is empty
+            return tokens
         return tuple(p for p in (x.strip() for x in tokens) if p)
 
     # -- tier 3: spaCy itself ----------------------------------------------------------------------------------
