@@ -61,17 +61,13 @@ def _gpt2_parts() -> dict[str, Any]:
     return _decisive(build_gpt2().to_str())
 
 
-def fast_encoder(
-    tok: Tokenizer, serialized: str | None = None, is_gpt2: bool = False
-) -> tuple[Encoder, tuple[str, ...]] | None:
+def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[str, ...]] | None:
     """``(encode, literals)`` when ``tok`` is GPT-2's tokenizer: ``encode(text)`` gives the ids ``tok`` gives for a
     text without any of ``literals`` (its added tokens), as a uint32 array; None for any other tokenizer.
-
-    ``serialized``: ``tok.to_str()`` when the caller has it; ``is_gpt2``: ``tok`` is the bundled GPT-2 itself
-    (``builtin:gpt2``), so it need not be compared with it."""
+    ``is_gpt2``: ``tok`` is the bundled GPT-2 itself (``builtin:gpt2``), so it need not be compared with it."""
     if tok.get_vocab_size(with_added_tokens=True) != 50257:
         return None
-    parts = _decisive(serialized if serialized is not None else tok.to_str())
+    parts = _decisive(tok.to_str())
     if not is_gpt2 and parts != _gpt2_parts():
         return None
     import tiktoken

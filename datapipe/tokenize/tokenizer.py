@@ -18,7 +18,8 @@ import importlib.util
 import os
 import socket
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -144,9 +145,14 @@ def _special_id(tok: Tokenizer, explicit: str | None, candidates: tuple[str, ...
 class LoadedTokenizer:
     tokenizer: Tokenizer
     identity: TokenizerIdentity
-    # tiktoken for GPT-2's tokenizer (same ids, less CPU: :mod:`datapipe.tokenize.fast`), with the added tokens'
-    # literals whose texts it leaves to ``tokenizer``
-    fast: tuple[Encoder, tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
+    is_gpt2: bool = False  # the bundled GPT-2 itself (``builtin:gpt2``)
+
+    @cached_property
+    def fast(self) -> tuple[Encoder, tuple[str, ...]] | None:
+        """tiktoken for GPT-2's tokenizer (same ids, less CPU: :mod:`datapipe.tokenize.fast`), with the added
+        tokens' literals whose texts it leaves to ``tokenizer``; built on first use (a launcher that only reads
+        the identity never builds it)."""
+        return fast_encoder(self.tokenizer, is_gpt2=self.is_gpt2)
 
     def save(self, url: str) -> None:
         """Write the tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: a copy
@@ -217,4 +223,4 @@ def load_tokenizer(cfg: TokenizerConfig) -> LoadedTokenizer:
         bos_id=bos_id,
         eos_id=eos_id,
     )
-    return LoadedTokenizer(tok, identity, fast_encoder(tok, serialized, is_gpt2=cfg.path == "builtin:gpt2"))
+    return LoadedTokenizer(tok, identity, is_gpt2=cfg.path == "builtin:gpt2")
