@@ -46,7 +46,10 @@ dedup stage's parts; datatrove's: its JsonlWriter after ``MinhashDedupFilter``).
 its 1x cost.
 
 Run: ``.venv/bin/python benchmarks/e2e.py [--sizes 1,4] [--full] [--work DIR]``. Last line:
-``bench: e2e vs_datatrove=X kept_overlap=Y worst_scaling=Z e2e_overlap=W``.
+``bench: e2e vs_datatrove=X cpu_vs_datatrove=C kept_overlap=Y worst_scaling=Z e2e_overlap=W`` (C: the ratio of
+CPU seconds, user + sys of every process of each side). Fixed and marginal cost: both sides also run on every
+20th page in as many shards; the line through that run and the 1x one gives each side's fixed seconds and ms per
+page (wall and CPU).
 """
 
 from __future__ import annotations
@@ -512,8 +515,10 @@ def _stat(step: dict, key: str) -> int:
     return int(v.get("total", 0) if isinstance(v, dict) else v)
 
 
-def run_datatrove(corpus: Path, work: Path, tokenizer: str, timeout: float, alpha_rule: bool) -> dict:
-    dt = work / "datatrove"
+def run_datatrove(
+    corpus: Path, work: Path, tokenizer: str, timeout: float, alpha_rule: bool, tag: str = ""
+) -> dict:
+    dt = work / f"datatrove{tag}"
     shutil.rmtree(dt, ignore_errors=True)
     dt.mkdir(parents=True)
     cfg = dt / "config.json"
@@ -531,7 +536,7 @@ def run_datatrove(corpus: Path, work: Path, tokenizer: str, timeout: float, alph
         )
     )
     cmd = [sys.executable, str(Path(__file__).resolve()), "_datatrove", str(cfg)]
-    res = run_wrapped(cmd, work, "datatrove", EXECUTOR_LINE.pattern, child_env(work))
+    res = run_wrapped(cmd, work, f"datatrove{tag}", EXECUTOR_LINE.pattern, child_env(work))
     walls, rss, tree = {}, {}, {}
     for seg in res["segments"]:
         m = EXECUTOR_LINE.match(seg["line"])
@@ -686,6 +691,33 @@ def print_comparison(ours: dict, theirs: dict, pages: int) -> None:
     )
 
 
+def print_fixed_and_marginal(small: dict[str, dict], big: dict[str, dict]) -> None:
+    """Each side's start-up cost and cost per page: the line through its run on the small corpus and on the 1x one
+    (wall and CPU seconds). A side's fixed cost is what it spends whatever the input (imports, workers, models);
+    its marginal cost is what each further page adds."""
+    print()
+    print(
+        "fixed cost and marginal cost per page (the line through the small and the 1x corpus, same shards):"
+    )
+    head = (
+        f"{'side':<10} {'small':>6} {'1x':>6} {'wall s':>13} {'fixed s':>8} {'ms/page':>8} | "
+        f"{'CPU s':>13} {'fixed CPU s':>11} {'CPU ms/page':>11}"
+    )
+    print(head)
+    print("-" * len(head))
+    for side in ("datapipe", "datatrove"):
+        a, b = small[side], big[side]
+        row = f"{side:<10} {a['docs']:>6,} {b['docs']:>6,}"
+        for key, cols in (("wall", (13, 8, 8)), ("cpu", (13, 11, 11))):
+            marginal = (b[key] - a[key]) / (b["docs"] - a["docs"])
+            fixed = a[key] - marginal * a["docs"]
+            pair = f"{a[key]:.1f} / {b[key]:.1f}"
+            row += f" {pair:>{cols[0]}} {fixed:>{cols[1]}.1f} {marginal * 1000:>{cols[2]}.2f}"
+            if key == "wall":
+                row += " |"
+        print(row)
+
+
 def print_scaling(runs: dict[int, dict], pages: int) -> float:
     """Per stage and size: documents into the stage, its seconds per input page of the run (the cost per input
     document), its peak RSS; growth from 1x to the largest size and the line through those two points."""
@@ -796,6 +828,22 @@ def main() -> None:
             print(f"datapipe {k}x: {ours[k]['wall']:.1f} s, peak RSS {_mib(ours[k]['maxrss'])} MiB")
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")
+        # both sides on every 20th page, in as many shards: with the 1x runs, each side's fixed and marginal cost
+        small_corpus = work / "corpus-small"
+        shutil.rmtree(small_corpus, ignore_errors=True)
+        build_corpus(small_corpus, pages[::20], 1)
+        small = {
+            "datapipe": run_datapipe(
+                small_corpus, work, "small", model, args.threshold, args.timeout, args.extract
+            ),
+            "datatrove": run_datatrove(
+                small_corpus, work, tokenizer, args.timeout, args.alpha_rule, tag="-small"
+            ),
+        }
+        print(
+            f"small corpus ({len(pages[::20]):,} pages): datapipe {small['datapipe']['wall']:.1f} s, "
+            f"datatrove {small['datatrove']['wall']:.1f} s"
+        )
 
         same = run_datatrove_on_our_text(ours[1]["out"], work, args.alpha_rule)
         print()
@@ -826,11 +874,14 @@ def main() -> None:
             " the filters differ by refinedweb's line modifiers and its removed-words rule, which datatrove lacks,"
             " and dedup by which member of a duplicate cluster each side keeps)"
         )
+        print_fixed_and_marginal(small, {"datapipe": ours[1], "datatrove": theirs})
         worst = print_scaling(ours, len(pages)) if len(sizes) > 1 else 1.0
         vs = theirs["wall"] / ours[1]["wall"]  # the same pages on both sides: docs/s over docs/s
+        cpu_vs = theirs["cpu"] / ours[1]["cpu"]
         print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s (corpora and training included)")
         print(
-            f"bench: e2e vs_datatrove={vs:.2f} kept_overlap={overlap:.3f} worst_scaling={worst:.2f}"
+            f"bench: e2e vs_datatrove={vs:.2f} cpu_vs_datatrove={cpu_vs:.2f} kept_overlap={overlap:.3f}"
+            f" worst_scaling={worst:.2f}"
             f" e2e_overlap={e2e_overlap:.3f}"
         )
     finally:
