@@ -423,6 +423,30 @@ def test_long_prose_may_link_many_of_its_words():
     assert analyze(_page(f"<p>{PARA}</p>{short}<p>{PARA}</p>")).why == ["", "links", ""]
 
 
+def test_a_body_that_is_a_list_of_links_keeps_its_links():
+    """A link roundup (a WordPress bookmarks post: each item a link and a "via" line, the body named
+    ``entry-content``, a sidebar of links beside it) is a list of links: its items are its text. An article whose
+    body holds its own paragraphs and a list of related links keeps its paragraphs and drops the list."""
+    items = "".join(
+        f'<li><a href="/a{i}">Headline number {i} of the links this post collects</a></li>'
+        f'<li>via <a href="/s{i}">Source {i}</a> https://example.org</li>'
+        for i in range(4)
+    )
+    sidebar = "".join(f'<li><a href="/p{i}">Older post {i} of this blog</a></li>' for i in range(4))
+    page = _page(
+        f'<article><h1>Blogposting 01/23/2020</h1><div class="entry-content"><ul>{items}</ul>'
+        f"<p>Posted from Diigo. The rest of my favorite links are here.</p></div></article>"
+        f'<div id="secondary" role="complementary"><ul>{sidebar}</ul></div>'
+    )
+    text = main_content_text(page)
+    assert "Headline number 0 of the links" in text and "Headline number 3 of the links" in text, text
+    assert "Older post" not in text
+    related = "".join(f'<li><a href="/r{i}">Related story number {i} of the site</a></li>' for i in range(6))
+    article = _page(f'<div class="entry-content"><p>{PARA}</p><p>{PARA}</p><ul>{related}</ul></div>')
+    text = main_content_text(article)
+    assert "article's own text" in text and "Related story" not in text
+
+
 def test_never_text():
     markup = (
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"

@@ -84,6 +84,9 @@ TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
 TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
 BOX_RESUME = 600  # paragraph characters after a titled box of links that say the article goes on past it
 BOX_PARAGRAPH = 100  # ... counted in paragraphs of this many characters or more
+# a body named as the article's with this many list items, whose text without its link-heavy blocks is shorter
+# than this, is a list of links (a link roundup): its list items are its text (:func:`_link_list_bodies`)
+LINK_LIST_ITEMS, LINK_LIST_PROSE = 5, 250
 
 
 def _is_notice(text: str) -> bool:
@@ -176,7 +179,9 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
         for i in range(n):
             if not inside[i] and not why[i]:
                 why[i] = "outside-root"
-    # 4. link-heavy blocks, and copyright notices; and a line the page's template repeats
+    # 4. link-heavy blocks, and copyright notices; and a line the page's template repeats. In a body named as
+    # such that is a list of links (a link roundup, a bookmarks post), the links are its text
+    listed = _link_list_bodies(blocks, why, cores)
     seen = Counter(b.text for b in blocks if b.kind == "p" or b.kind in HEADINGS)
     for i, b in enumerate(blocks):
         if why[i]:
@@ -190,7 +195,8 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             continue
         long_prose = b.kind == "p" and b.chars >= PROSE_CHARS
         if b.link_chars > (PROSE_LINK_DENSITY if long_prose else LINK_DENSITY) * b.chars:
-            why[i] = "links"
+            if not (listed[i] and b.kind == "li"):
+                why[i] = "links"
         elif b.chars < NOTICE_CHARS and _is_notice(b.text):
             why[i] = "notice"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
@@ -255,6 +261,28 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             kept += b.chars
         i += 1
     return why
+
+
+def _link_list_bodies(blocks: list[Block], why: list[str], cores: list[Container]) -> list[bool]:
+    """Which blocks are in a body named as the article's (a first-tier root: ``entry-content``) that is a list of
+    links: it holds :data:`LINK_LIST_ITEMS` list items or more, most of its text links, and without its
+    link-heavy blocks it would keep under :data:`LINK_LIST_PROSE` characters. A link roundup ("Presseförderung:
+    Studie zweifelt an Stütze vom Staat / via netzpolitik.org", one item per link) is such a post; an article
+    with a list of related links in its body keeps its own paragraphs and the list goes as before."""
+    out = [False] * len(blocks)
+    for r in cores:
+        if r.tier != 1 or r.link_chars * 2 <= r.chars:
+            continue
+        mine = range(r.start, r.end)
+        items = sum(blocks[i].kind == "li" and not why[i] for i in mine)
+        plain = sum(
+            blocks[i].chars
+            for i in mine
+            if not why[i] and blocks[i].link_chars <= LINK_DENSITY * blocks[i].chars
+        )
+        if items >= LINK_LIST_ITEMS and plain < LINK_LIST_PROSE:
+            out[r.start : r.end] = [True] * (r.end - r.start)
+    return out
 
 
 def _prose_after(blocks: list[Block], why: list[str], i: int) -> int:
