@@ -447,6 +447,29 @@ def test_a_body_that_is_a_list_of_links_keeps_its_links():
     assert "article's own text" in text and "Related story" not in text
 
 
+def test_teaser_cards_after_the_article_go_with_their_summaries():
+    """A "Deep Dive" of cards after the article (MIT Technology Review, WebMD): each a headline that links to
+    another page and a one-line summary. The headlines go as links; their summaries go with them. Inside the
+    article, a linked subheading followed by long paragraphs is left alone."""
+    cards = "".join(
+        f'<h3><a href="/story{i}">Another story number {i} of the site</a></h3>'
+        f"<p>A summary of story {i}, a sentence or two that says what it is about.</p>"
+        for i in range(4)
+    )
+    page = _page(f"<main><h1>Title</h1><p>{PARA}</p><p>{PARA}</p><h3>Deep Dive</h3>{cards}</main>")
+    a = analyze(page)
+    why = {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
+    assert why["A summary of story 0, a sentence or two that says what it is about."] == "card"
+    assert why["Another story number 0 of the site"] == "links"
+    assert "article's own text" in a.text()
+    listicle = "".join(
+        f'<h3><a href="/tool{i}">Tool number {i}</a></h3><p>What tool {i} does, in short.</p><p>{PARA}{PARA}</p>'
+        for i in range(4)
+    )
+    a = analyze(_page(f"<main><p>{PARA}</p>{listicle}</main>"))
+    assert "card" not in a.why, a.why
+
+
 def test_never_text():
     markup = (
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"

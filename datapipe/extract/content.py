@@ -45,7 +45,10 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    (the sign, or "all rights reserved" in ten languages and the Chinese, Japanese and Korean forms) go; a long
    paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`). A paragraph or heading of 15-99 characters
    that the page has three times or more is its template's (a gallery's caption on every slide, "Video Ad
-   Feedback" under every video: :data:`REPEATED`).
+   Feedback" under every video: :data:`REPEATED`). In a body named as the article's that is itself a list of links
+   (a link roundup: :data:`LINK_LIST_ITEMS` items, under :data:`LINK_LIST_PROSE` characters without them), the
+   list items are its text. After the article's last long paragraph, a run of teaser cards (a headline that is a
+   link, then a one-paragraph summary, :data:`CARD_RUN` times or more) goes with its summaries (``card``).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
@@ -131,10 +134,15 @@ from datapipe.extract.rules import (
     BAD,
     BOX_PARAGRAPH,
     BOX_RESUME,
+    CARD_HEADLINE,
+    CARD_RUN,
+    CARD_SUMMARY,
     GOOD,
     HEADING_REACH,
     KEEP_SHARE,
     LINK_DENSITY,
+    LINK_LIST_ITEMS,
+    LINK_LIST_PROSE,
     LONG_HEADING,
     NOTICE_CHARS,
     PAID_PROSE,
@@ -195,6 +203,11 @@ __all__ = [
     "PROSE_CHARS",
     "PROSE_LINK_DENSITY",
     "PAID_PROSE",
+    "LINK_LIST_ITEMS",
+    "LINK_LIST_PROSE",
+    "CARD_RUN",
+    "CARD_SUMMARY",
+    "CARD_HEADLINE",
     "SHORT_CHARS",
     "REPEATED",
     "REPEATED_MIN_CHARS",

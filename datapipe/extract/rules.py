@@ -84,6 +84,9 @@ TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
 TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
 BOX_RESUME = 600  # paragraph characters after a titled box of links that say the article goes on past it
 BOX_PARAGRAPH = 100  # ... counted in paragraphs of this many characters or more
+# teaser cards after the article (:func:`_card_summaries`): this many headlines that are links, each followed by
+# a summary shorter than CARD_SUMMARY; a headline is at most CARD_HEADLINE characters
+CARD_RUN, CARD_SUMMARY, CARD_HEADLINE = 3, PROSE_CHARS, 150
 # a body named as the article's with this many list items, whose text without its link-heavy blocks is shorter
 # than this, is a list of links (a link roundup): its list items are its text (:func:`_link_list_bodies`)
 LINK_LIST_ITEMS, LINK_LIST_PROSE = 5, 250
@@ -123,7 +126,7 @@ def links_away(blocks: list[Block]) -> bool:
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     """Why each block goes ("" for a block kept): a pure function of the walk's record (the rules are told in
     :mod:`datapipe.extract.content`). The first rule that drops a block names it: ``name:<the container>``,
-    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``short``, ``heading``, ``tail``."""
+    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``card``, ``short``, ``heading``, ``tail``."""
     n = len(blocks)
     total = sum(b.chars for b in blocks)
     why = [""] * n
@@ -199,6 +202,10 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
                 why[i] = "links"
         elif b.chars < NOTICE_CHARS and _is_notice(b.text):
             why[i] = "notice"
+    # 4b. teaser cards after the article: a run of links each followed by a short summary, with no long
+    # paragraph kept after it
+    for i in _card_summaries(blocks, why):
+        why[i] = "card"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
     state = [
@@ -282,6 +289,43 @@ def _link_list_bodies(blocks: list[Block], why: list[str], cores: list[Container
         )
         if items >= LINK_LIST_ITEMS and plain < LINK_LIST_PROSE:
             out[r.start : r.end] = [True] * (r.end - r.start)
+    return out
+
+
+def _is_link_line(b: Block, w: str) -> bool:
+    """A card's headline: a heading or short line that is all or mostly a link, dropped as links."""
+    return w == "links" and b.chars <= CARD_HEADLINE and (b.kind in HEADINGS or b.kind == "p")
+
+
+def _card_summaries(blocks: list[Block], why: list[str]) -> list[int]:
+    """The summaries of teaser cards after the article (MIT Technology Review's "Deep Dive", CNN's sidebar of
+    stories): :data:`CARD_RUN` or more headlines that are links (already dropped as links), each followed by
+    one kept paragraph under :data:`CARD_SUMMARY` characters, with no paragraph of :data:`PROSE_CHARS` or more
+    kept after the run. The headline went as a link and its summary stayed, between kept lines."""
+    n = len(blocks)
+    last_prose = max(
+        (i for i in range(n) if not why[i] and blocks[i].kind == "p" and blocks[i].chars >= PROSE_CHARS),
+        default=-1,
+    )
+    out: list[int] = []
+    run: list[int] = []
+    i = 0
+    while i < n:
+        if i > last_prose and _is_link_line(blocks[i], why[i]):
+            j = i + 1
+            if j < n and not why[j] and blocks[j].kind == "p" and blocks[j].chars < CARD_SUMMARY:
+                run.append(j)
+                i = j + 1
+                continue
+        elif why[i] and run:  # dropped blocks between cards (a picture's credit, a date) break no run
+            i += 1
+            continue
+        if len(run) >= CARD_RUN:
+            out += run
+        run = []
+        i += 1
+    if len(run) >= CARD_RUN:
+        out += run
     return out
 
 
