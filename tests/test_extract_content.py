@@ -470,6 +470,29 @@ def test_teaser_cards_after_the_article_go_with_their_summaries():
     assert "card" not in a.why, a.why
 
 
+def test_a_caption_set_as_a_paragraph_goes():
+    """A picture's caption or credit that a page sets as a paragraph, not a ``<figcaption>``, goes: one that ends
+    with a credit (``Foto: Andina``, ``(Credit: Clayton Aldern / Grist)``, ``/domena publiczna``) or opens with a
+    picture's label (``Titelbild:``). A numbered figure's caption (``Figure 1: ...``) says what a diagram shows and
+    stays, and so does a sentence that names a source."""
+    captions = [
+        "Son tres los periodos de vacaciones durante el año escolar. Foto: Andina",
+        "Roman Prymula, photo: Archives du Gouvernement tchèque",
+        "Angus Barbieri mając 27 lat, ważył 206 kilogramów /domena publiczna",
+        "(Credit: Clayton Aldern / Grist)",
+        "Titelbild: Geyres Christophe/ABACA/picture-alliance",
+    ]
+    kept = [
+        "Figure 1: The why loop iterates over ideas and software, the how loop on building them.",
+        "Source: the ministry said on Monday that it would publish the figures for the whole country next week.",
+    ]
+    body = "".join(f"<p>{PARA}</p><p>{t}</p>" for t in captions + kept) + f"<p>{PARA}</p>"
+    a = analyze(_page(f"<article>{body}</article>"))
+    why = {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
+    assert all(why[t] == "caption" for t in captions), why
+    assert all(why[t] == "" for t in kept), why
+
+
 def test_never_text():
     markup = (
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"

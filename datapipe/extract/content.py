@@ -48,7 +48,9 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    Feedback" under every video: :data:`REPEATED`). In a body named as the article's that is itself a list of links
    (a link roundup: :data:`LINK_LIST_ITEMS` items, under :data:`LINK_LIST_PROSE` characters without them), the
    list items are its text. After the article's last long paragraph, a run of teaser cards (a headline that is a
-   link, then a one-paragraph summary, :data:`CARD_RUN` times or more) goes with its summaries (``card``).
+   link, then a one-paragraph summary, :data:`CARD_RUN` times or more) goes with its summaries (``card``). A
+   picture's caption or credit set as a paragraph (under :data:`CAPTION_CHARS`, ending with ``Foto: Andina`` or
+   ``/ Getty Images``, or opening with ``Photo:``, ``Titelbild:``) goes (``caption``).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
@@ -134,6 +136,7 @@ from datapipe.extract.rules import (
     BAD,
     BOX_PARAGRAPH,
     BOX_RESUME,
+    CAPTION_CHARS,
     CARD_HEADLINE,
     CARD_RUN,
     CARD_SUMMARY,
@@ -208,6 +211,7 @@ __all__ = [
     "CARD_RUN",
     "CARD_SUMMARY",
     "CARD_HEADLINE",
+    "CAPTION_CHARS",
     "SHORT_CHARS",
     "REPEATED",
     "REPEATED_MIN_CHARS",

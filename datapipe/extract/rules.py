@@ -87,6 +87,26 @@ BOX_PARAGRAPH = 100  # ... counted in paragraphs of this many characters or more
 # teaser cards after the article (:func:`_card_summaries`): this many headlines that are links, each followed by
 # a summary shorter than CARD_SUMMARY; a headline is at most CARD_HEADLINE characters
 CARD_RUN, CARD_SUMMARY, CARD_HEADLINE = 3, PROSE_CHARS, 150
+# a picture's caption or credit set as a paragraph (:func:`_is_caption`): at most CAPTION_CHARS characters, opening
+# with a figure's label or ending with a credit, in the languages of the dev set
+CAPTION_CHARS = 250
+CAPTION_WORDS = (
+    "foto|fotos|photo|photos|bild|bilder|image|images|imagen|immagine|crédit|crédits|credit|credits|quelle|source|"
+    "fuente|fonte|zdjęcie|zdjęcia|fot|illustration|grafik|grafika|titelbild|beitragsbild|aufmacherbild|"
+    "photograph|picture|pictured"
+)
+_CAPTION_START = re.compile(
+    r"(?:foto|photo|bild|image|imagen|immagine|zdjęcie|fot|credits?|"
+    r"crédits?|illustration|titelbild|beitragsbild|aufmacherbild)\.?\s*\d*\s*:",
+    re.IGNORECASE,
+)
+_CAPTION_END = re.compile(
+    r"(?:(?:^|[\s.,;|(/])(?:" + CAPTION_WORDS + r")\s*[:©]\s*[^\s.!?][^.!?:]{0,60}|"
+    r"/\s*(?:domena publiczna|getty images?|shutterstock|istock(?:photo)?|dpa|afp|reuters|ap|imago|"
+    r"picture[- ]alliance|unsplash|pixabay|public domain)"
+    r")[.)\]]?\s*$",
+    re.IGNORECASE,
+)
 # a body named as the article's with this many list items, whose text without its link-heavy blocks is shorter
 # than this, is a list of links (a link roundup): its list items are its text (:func:`_link_list_bodies`)
 LINK_LIST_ITEMS, LINK_LIST_PROSE = 5, 250
@@ -126,7 +146,7 @@ def links_away(blocks: list[Block]) -> bool:
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     """Why each block goes ("" for a block kept): a pure function of the walk's record (the rules are told in
     :mod:`datapipe.extract.content`). The first rule that drops a block names it: ``name:<the container>``,
-    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``card``, ``short``, ``heading``, ``tail``."""
+    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``card``, ``caption``, ``short``, ``heading``, ``tail``."""
     n = len(blocks)
     total = sum(b.chars for b in blocks)
     why = [""] * n
@@ -206,6 +226,10 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     # paragraph kept after it
     for i in _card_summaries(blocks, why):
         why[i] = "card"
+    # 4c. a picture's caption or credit written as a paragraph ("... Foto: Andina", "Titelbild: ...")
+    for i, b in enumerate(blocks):
+        if not why[i] and b.kind == "p" and b.chars <= CAPTION_CHARS and _is_caption(b.text):
+            why[i] = "caption"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
     state = [
@@ -327,6 +351,14 @@ def _card_summaries(blocks: list[Block], why: list[str]) -> list[int]:
     if len(run) >= CARD_RUN:
         out += run
     return out
+
+
+def _is_caption(text: str) -> bool:
+    """Whether a short paragraph is a picture's caption or credit: it opens with a picture's label
+    (``Titelbild:``, ``Photo:``; not a numbered figure's, ``Figure 1:``, which tells what a diagram shows) or ends
+    with a credit (``Foto: Andina``, ``(Credit: X / Grist)``,
+    ``/domena publiczna``, ``/ Getty Images``)."""
+    return bool(_CAPTION_START.match(text) or _CAPTION_END.search(text))
 
 
 def _prose_after(blocks: list[Block], why: list[str], i: int) -> int:
