@@ -493,6 +493,28 @@ def test_a_caption_set_as_a_paragraph_goes():
     assert all(why[t] == "" for t in kept), why
 
 
+def test_an_appeal_to_the_reader_set_as_a_paragraph_goes():
+    """A site's appeal set as a paragraph of the article, not in a box named for it (a donation, a subscription,
+    a sign-up, its app; in the dev set's languages) goes. A sentence of the article about subscriptions, or one
+    that asks to support a demand ("unterstützen Sie unsere Forderung"), stays."""
+    appeals = [
+        "Si te parece valioso el trabajo de El Faro, apóyanos para seguir. Únete a nuestra comunidad de lectores.",
+        "Subscribe now to our eNATION edition for the full story.",
+        "For the latest stories and breaking news updates download the Nationnews apps for iOS and Android.",
+        "If you enjoyed reading this post – would you consider supporting our work? Just click here. Thanks!",
+        "Do you want to be informed of DiEM25's actions? Sign up here",
+    ]
+    kept = [
+        "The company said the number of people who subscribe to its streaming service fell by a million.",
+        "Unterschreiben Sie unsere Petition und unterstützen Sie unsere Forderung nach einem Ministerium.",
+    ]
+    body = "".join(f"<p>{PARA}</p><p>{t}</p>" for t in appeals + kept) + f"<p>{PARA}</p>"
+    a = analyze(_page(f"<article>{body}</article>"))
+    why = {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
+    assert all(why[t] == "appeal" for t in appeals), why
+    assert all(why[t] == "" for t in kept), why
+
+
 def test_never_text():
     markup = (
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"

@@ -50,7 +50,9 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    list items are its text. After the article's last long paragraph, a run of teaser cards (a headline that is a
    link, then a one-paragraph summary, :data:`CARD_RUN` times or more) goes with its summaries (``card``). A
    picture's caption or credit set as a paragraph (under :data:`CAPTION_CHARS`, ending with ``Foto: Andina`` or
-   ``/ Getty Images``, or opening with ``Photo:``, ``Titelbild:``) goes (``caption``).
+   ``/ Getty Images``, or opening with ``Photo:``, ``Titelbild:``) goes (``caption``), and so does the site's
+   appeal to the reader set as a paragraph (under :data:`APPEAL_CHARS`: support us, subscribe now, sign up here,
+   download our app, apóyanos, abonnez-vous, ...: :data:`APPEALS`; ``appeal``).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
@@ -133,6 +135,8 @@ from datapipe.extract.render import (
     render,
 )
 from datapipe.extract.rules import (
+    APPEAL_CHARS,
+    APPEALS,
     BAD,
     BOX_PARAGRAPH,
     BOX_RESUME,
@@ -212,6 +216,8 @@ __all__ = [
     "CARD_SUMMARY",
     "CARD_HEADLINE",
     "CAPTION_CHARS",
+    "APPEAL_CHARS",
+    "APPEALS",
     "SHORT_CHARS",
     "REPEATED",
     "REPEATED_MIN_CHARS",

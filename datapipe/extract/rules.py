@@ -107,6 +107,22 @@ _CAPTION_END = re.compile(
     r")[.)\]]?\s*$",
     re.IGNORECASE,
 )
+# an appeal to the reader set as a paragraph, at most APPEAL_CHARS characters: the site asks for support, a
+# subscription or a sign-up in the first person plural, or to get its app (the dev set's languages)
+APPEAL_CHARS = 400
+APPEALS = (
+    r"(?:support|subscribe to|join|follow) (?:us|our (?:work|journalism|newsletter|community|channel))\b|"
+    r"(?:consider|please) (?:supporting|subscribing|donating|becoming a (?:member|subscriber|supporter))|"
+    r"become a (?:member|subscriber|supporter|patron)\b|subscribe now\b|sign up (?:here|now|for our)\b|"
+    r"download (?:the|our) .{0,40}\bapps?\b|"
+    r"apóyanos|únete a nuestr[oa]|suscríbete|hazte (?:socio|miembro|suscriptor)|"
+    r"unterstützen sie uns|unterstütze uns|abonnieren sie|werden sie (?:mitglied|abonnent)|"
+    r"soutenez[- ]nous|abonnez[- ]vous|faites un don|"
+    r"sostienici|abbonati|iscriviti alla|wesprzyj nas|zapisz się|"
+    r"steun ons|word lid|"
+    r"(?:ya|tenemos) .{0,40}canal de telegram"
+)
+_APPEAL = re.compile(r"(?:" + APPEALS + r")\b", re.IGNORECASE)
 # a body named as the article's with this many list items, whose text without its link-heavy blocks is shorter
 # than this, is a list of links (a link roundup): its list items are its text (:func:`_link_list_bodies`)
 LINK_LIST_ITEMS, LINK_LIST_PROSE = 5, 250
@@ -146,7 +162,7 @@ def links_away(blocks: list[Block]) -> bool:
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     """Why each block goes ("" for a block kept): a pure function of the walk's record (the rules are told in
     :mod:`datapipe.extract.content`). The first rule that drops a block names it: ``name:<the container>``,
-    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``card``, ``caption``, ``short``, ``heading``, ``tail``."""
+    ``teaser:<the container>``, ``outside-root``, ``links``, ``notice``, ``card``, ``caption``, ``appeal``, ``short``, ``heading``, ``tail``."""
     n = len(blocks)
     total = sum(b.chars for b in blocks)
     why = [""] * n
@@ -230,6 +246,15 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     for i, b in enumerate(blocks):
         if not why[i] and b.kind == "p" and b.chars <= CAPTION_CHARS and _is_caption(b.text):
             why[i] = "caption"
+    # 4d. an appeal to the reader (support us, subscribe, join us, get our app) set as a paragraph
+    for i, b in enumerate(blocks):
+        if (
+            not why[i]
+            and b.kind in ("p", "h2", "h3", "h4")
+            and b.chars <= APPEAL_CHARS
+            and _APPEAL.search(b.text)
+        ):
+            why[i] = "appeal"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
     state = [
