@@ -495,7 +495,8 @@ def test_a_caption_set_as_a_paragraph_goes():
 
 def test_an_appeal_to_the_reader_set_as_a_paragraph_goes():
     """A site's appeal set as a paragraph of the article, not in a box named for it (a donation, a subscription,
-    a sign-up, its app; in the dev set's languages) goes. A sentence of the article about subscriptions, or one
+    a sign-up, its newsletter, its app, its social channels; in the dev set's languages) goes, and so does an
+    advertisement's label alone on a line. A sentence of the article about subscriptions, or one
     that asks to support a demand ("unterstützen Sie unsere Forderung"), stays."""
     appeals = [
         "Si te parece valioso el trabajo de El Faro, apóyanos para seguir. Únete a nuestra comunidad de lectores.",
@@ -503,6 +504,10 @@ def test_an_appeal_to_the_reader_set_as_a_paragraph_goes():
         "For the latest stories and breaking news updates download the Nationnews apps for iOS and Android.",
         "If you enjoyed reading this post – would you consider supporting our work? Just click here. Thanks!",
         "Do you want to be informed of DiEM25's actions? Sign up here",
+        "Never miss the latest news by signing up to our newsletter today!",
+        "Siguenos en Telegram, Instagram, Facebook y Twitter para recibir todas nuestras actualizaciones",
+        "Jede kleine Spende hilft den notleidenden Menschen dieser Welt!",
+        "Advertisement:",
     ]
     kept = [
         "The company said the number of people who subscribe to its streaming service fell by a million.",

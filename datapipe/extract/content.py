@@ -52,7 +52,8 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    picture's caption or credit set as a paragraph (under :data:`CAPTION_CHARS`, ending with ``Foto: Andina`` or
    ``/ Getty Images``, or opening with ``Photo:``, ``Titelbild:``) goes (``caption``), and so does the site's
    appeal to the reader set as a paragraph (under :data:`APPEAL_CHARS`: support us, subscribe now, sign up here,
-   download our app, apóyanos, abonnez-vous, ...: :data:`APPEALS`; ``appeal``).
+   download our app, our newsletter, follow us on, apóyanos, abonnez-vous, ...: :data:`APPEALS`; ``appeal``), or
+   an advertisement's label alone on a line (``Advertisement:``, ``Anzeige``).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
    jusText decides; a heading stays only when kept text follows it.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of

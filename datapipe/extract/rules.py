@@ -120,7 +120,16 @@ APPEALS = (
     r"soutenez[- ]nous|abonnez[- ]vous|faites un don|"
     r"sostienici|abbonati|iscriviti alla|wesprzyj nas|zapisz się|"
     r"steun ons|word lid|"
-    r"(?:ya|tenemos) .{0,40}canal de telegram"
+    r"(?:ya|tenemos) .{0,40}canal de telegram|"
+    r"(?:our|unser\w*|notre|nos|nuestr[oa]s?|i nostri|nasz\w*) \w*newsletter\w*|"
+    r"s[ií]guenos en|follow us on|folgen sie uns|folge uns|suivez[- ]nous|seguici su|obserwuj nas|"
+    r"jede (?:kleine )?spende|every (?:donation|contribution)|cada donaci[oó]n|chaque don|"
+    r"zapraszamy (?:też |również )?do (?:subskrypcji|prenumeraty)"
+)
+_AD_LABEL = re.compile(
+    r"(?:advertisement|advertising|anzeige|werbung|publicidad|publicité|pubblicità|reklama|reclame|sponsored|"
+    r"gesponsert)\s*[:.]?",
+    re.IGNORECASE,
 )
 _APPEAL = re.compile(r"(?:" + APPEALS + r")\b", re.IGNORECASE)
 # a body named as the article's with this many list items, whose text without its link-heavy blocks is shorter
@@ -254,6 +263,10 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
             and b.chars <= APPEAL_CHARS
             and _APPEAL.search(b.text)
         ):
+            why[i] = "appeal"
+    # an advertisement's label alone on a line
+    for i, b in enumerate(blocks):
+        if not why[i] and b.chars <= 20 and _AD_LABEL.fullmatch(b.text):
             why[i] = "appeal"
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
