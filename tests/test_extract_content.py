@@ -520,6 +520,22 @@ def test_an_appeal_to_the_reader_set_as_a_paragraph_goes():
     assert all(why[t] == "" for t in kept), why
 
 
+def test_a_named_lead_above_an_unnamed_body_is_no_root():
+    """A page that names only its lead (``<div class="post-text">``, a body word) and sets the article's sections
+    after it unnamed: the lead holds a fifth or less of the page's paragraphs, so it is a fragment, not the content
+    root, and the sections are read. A named body with most of the paragraphs still leaves out the text beside
+    it."""
+    sections = "".join(f"<h2>Section {i}</h2><p>{PARA}</p><p>{PARA}</p>" for i in range(6))
+    page = _page(
+        f'<h1>Dimethylether</h1><div class="post-text"><p>{PARA}{PARA}The lead.</p></div>'
+        f'<div class="share">Share</div>{sections}'
+    )
+    text = main_content_text(page)
+    assert "The lead." in text and "Section 5" in text, text
+    named = _page(f'<div class="post-text">{sections}</div><div><p>{PARA}Beside the body.</p></div>')
+    assert "Beside the body." not in main_content_text(named)
+
+
 def test_never_text():
     markup = (
         f"<p>{PARA}</p><script>var secret = 1;</script><style>.x{{}}</style><form><p>Form field</p></form>"

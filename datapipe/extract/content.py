@@ -40,7 +40,8 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    ``entry-content``, ...: :data:`ROOT_NAMES`), or else has an ``<article>`` or a ``<main>``, the candidate with
    the most text (and its siblings of the same kind with a fair share of it, unless mostly links) is the root,
    widened to the ``<article>`` around it; blocks outside go, except the title and lead (from the last ``<h1>``
-   before the root).
+   before the root). A root holding under :data:`FRAGMENT_SHARE` of the paragraphs left after rule 2 is a
+   fragment (a lead named ``post-text`` above an unnamed body): then no root is taken.
 4. **Link-heavy blocks** (teaser headlines, unnamed menus, tag lists, "read more") and short copyright notices
    (the sign, or "all rights reserved" in ten languages and the Chinese, Japanese and Korean forms) go; a long
    paragraph may link more of its words (:data:`PROSE_LINK_DENSITY`). A paragraph or heading of 15-99 characters
@@ -145,6 +146,8 @@ from datapipe.extract.rules import (
     CARD_HEADLINE,
     CARD_RUN,
     CARD_SUMMARY,
+    FRAGMENT_PARAGRAPH,
+    FRAGMENT_SHARE,
     GOOD,
     HEADING_REACH,
     KEEP_SHARE,
@@ -217,6 +220,8 @@ __all__ = [
     "CARD_SUMMARY",
     "CARD_HEADLINE",
     "CAPTION_CHARS",
+    "FRAGMENT_SHARE",
+    "FRAGMENT_PARAGRAPH",
     "APPEAL_CHARS",
     "APPEALS",
     "SHORT_CHARS",

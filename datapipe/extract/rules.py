@@ -84,6 +84,9 @@ TAIL_TITLE_CHARS = 60  # a block longer than this is text, not a section title
 TAIL_SHARE = 0.5  # a section title ends the article only after this share of the kept text
 BOX_RESUME = 600  # paragraph characters after a titled box of links that say the article goes on past it
 BOX_PARAGRAPH = 100  # ... counted in paragraphs of this many characters or more
+# a content root whose paragraphs are under FRAGMENT_SHARE of the page's paragraphs of FRAGMENT_PARAGRAPH characters
+# or more, once the boilerplate by name is out, is a fragment of the article: no root is taken
+FRAGMENT_SHARE, FRAGMENT_PARAGRAPH = 0.2, 150
 # teaser cards after the article (:func:`_card_summaries`): this many headlines that are links, each followed by
 # a summary shorter than CARD_SUMMARY; a headline is at most CARD_HEADLINE characters
 CARD_RUN, CARD_SUMMARY, CARD_HEADLINE = 3, PROSE_CHARS, 150
@@ -240,6 +243,19 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
         inside = [False] * n
         for r in roots:
             inside[r.start : r.end] = [True] * (r.end - r.start)
+        # a root that holds little of the page's paragraphs left after the boilerplate is a fragment (the lead
+        # named ``post-text`` above an unnamed body): no root then
+        mine = sum(
+            b.chars for b, w, k in zip(blocks, why, inside, strict=True) if k and not w and b.kind == "p"
+        )
+        left = sum(
+            b.chars
+            for b, w in zip(blocks, why, strict=True)
+            if not w and b.kind == "p" and b.chars >= FRAGMENT_PARAGRAPH
+        )
+        if mine < FRAGMENT_SHARE * left:
+            roots = []
+    if roots:
         first = min(r.start for r in roots)
         title = max((i for i in range(first) if blocks[i].kind == "h1"), default=first)
         inside[title:first] = [True] * (first - title)
