@@ -41,7 +41,18 @@ says why, and the caller goes on without it.
 @postlight/mercury-parser's fixtures are checked by their first words only; @mozilla/readability's npm archives
 (0.3.0, 0.6.0) leave its tests out, and readabilipy, readability-lxml, goose3, jusText, boilerpy3, dragnet,
 extractnet, news-please and newspaper3k ship no pages in theirs; html-text's pages come with whole-page text;
-Trafilatura's own pages are the other dev set.
+Trafilatura's own pages are the other dev set. Looked at again for issue 40 (thirteenth session), for a fourth
+source, and none ships real pages with their article text: on PyPI fundus 0.5.7 (its publishers' test pages are
+not in the sdist), goose-extractor 1.0.25, fatgoose3 1.5.1, breadability 0.1.21 (its tests without their
+articles), readabilipy 0.2.0, readability-lxml 0.9, jusText 3.0.2 (stoplists only), webmainbench 0.1.0 (the
+benchmark's code, not its data), web2textpy 0.2.1, htmlsift 0.1.1 (one 1 KB sample), fast-readability 0.0.1,
+kiji 0.0.4, magic-html 0.1.8, mineru-html 1.1.2, article-parser 1.8.0, newspaper3k-no-image 0.2.9, news-fetch
+1.0.0, boilerpy 1.0.1, boilerplate-remover 0.0.15 (trafipy, rs-trafilatura's bindings, needs a Rust toolchain just
+to be downloaded from source); on npm @mozilla/readability 0.4.4 and 0.5.0, @mizchi/readability 0.7.7 (a fork
+without Readability's test pages), readabilitySAX 1.6.1, node-readability 3.0.0, @extractus/article-extractor
+9.0.1 and article-parser 7.2.5 (a handful of made-up snippets), defuddle 0.1.0, 0.3.4 and 0.19.4 (its fixtures
+stay in its repository); in Debian, only Go's goose (no pages) and python3-readability. Ports of Readability that
+carry its ~130 newer test pages exist for PHP, .NET, Rust and Go, whose registries these machines do not reach.
 
 Metric (as scrapinghub's article-extraction benchmark defines it): a text's tokens are its runs of word characters,
 its shingles the runs of 4 tokens, counted with repeats; per page, true positives are the shingles both texts have,
