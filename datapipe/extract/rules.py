@@ -246,19 +246,17 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
         for r in roots:
             inside[r.start : r.end] = [True] * (r.end - r.start)
         # a root that holds little of the page's paragraphs left after the boilerplate is a fragment (the lead
-        # named ``post-text`` above an unnamed body): no root then. Counted only when the roots' paragraphs are
-        # under that share of all the page's paragraphs, as they are on few pages
-        if sum(prose[r.end] - prose[r.start] for r in roots) < FRAGMENT_SHARE * prose[n]:
-            mine = sum(
-                b.chars for b, w, k in zip(blocks, why, inside, strict=True) if k and not w and b.kind == "p"
-            )
-            left = sum(
-                b.chars
-                for b, w in zip(blocks, why, strict=True)
-                if not w and b.kind == "p" and b.chars >= FRAGMENT_PARAGRAPH
-            )
-            if mine < FRAGMENT_SHARE * left:
-                roots = []
+        # named ``post-text`` above an unnamed body): no root then
+        mine = sum(
+            b.chars for b, w, k in zip(blocks, why, inside, strict=True) if k and not w and b.kind == "p"
+        )
+        left = sum(
+            b.chars
+            for b, w in zip(blocks, why, strict=True)
+            if not w and b.kind == "p" and b.chars >= FRAGMENT_PARAGRAPH
+        )
+        if mine < FRAGMENT_SHARE * left:
+            roots = []
     if roots:
         first = min(r.start for r in roots)
         title = max((i for i in range(first) if blocks[i].kind == "h1"), default=first)
