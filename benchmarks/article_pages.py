@@ -41,7 +41,7 @@ says why, and the caller goes on without it.
 @postlight/mercury-parser's fixtures are checked by their first words only; @mozilla/readability's npm archives
 (0.3.0, 0.6.0) leave its tests out, and readabilipy, readability-lxml, goose3, jusText, boilerpy3, dragnet,
 extractnet, news-please and newspaper3k ship no pages in theirs; html-text's pages come with whole-page text;
-Trafilatura's own pages are the other dev set. Looked at again for issue 40 (thirteenth session), for a fourth
+Trafilatura's own pages are the other dev set. Looked at again for issue 40 (2026-12-04), for a fourth
 source, and none ships real pages with their article text: on PyPI fundus 0.5.7 (its publishers' test pages are
 not in the sdist), goose-extractor 1.0.25, fatgoose3 1.5.1, breadability 0.1.21 (its tests without their
 articles), readabilipy 0.2.0, readability-lxml 0.9, jusText 3.0.2 (stoplists only), webmainbench 0.1.0 (the
