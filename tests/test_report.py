@@ -700,3 +700,38 @@ def test_browse_on_a_taken_port_is_one_line_before_any_index(built_small, tmp_pa
     (line,) = proc.stderr.strip().splitlines()
     assert f"127.0.0.1:{port}" in line and "--port 0" in line, line
     assert not any(index.iterdir()) if index.exists() else True
+
+
+def test_a_shard_begun_in_a_first_phase_counts_from_there(tmp_path):
+    """A two-phase stage (dedup) signs each shard before its global phase, and the signing's heartbeat marks the
+    shard's start: run_shard keeps that start in the shard's timing, so the stage's own time ("ran in") holds the
+    global phase instead of starting at the shard phase. A shard with no first phase counts from its own start."""
+    import time
+
+    from datapipe import Shard
+    from datapipe.runtime.heartbeat import Heartbeat
+    from datapipe.runtime.stage import run_shard
+    from datapipe.runtime.stats import StageStats
+
+    class Copy:
+        name, source, out_dir = "dedup", "web", str(tmp_path)
+
+        def setup(self) -> None: ...
+
+        def has_output(self, shard: Shard) -> bool:
+            return False
+
+        def process_shard(self, shard: Shard, beat=None) -> StageStats:
+            stats = StageStats()
+            stats.docs_in = stats.docs_kept = 1
+            return stats
+
+    signed, plain = Shard(0, "in-0", "in-0"), Shard(1, "in-1", "in-1")
+    before = time.time()
+    Heartbeat(str(tmp_path), signed.part, started=before - 100).tick(0)  # signed 100 s ago
+    for shard in (signed, plain):
+        run_shard(Copy(), shard)
+    timing = {s.index: json.loads((tmp_path / f"{s.part}.timing.json").read_text()) for s in (signed, plain)}
+    assert timing[0]["started"] == before - 100 and timing[1]["started"] >= before
+    assert timing[0]["seconds"] < 60  # the shard's own processing time is unchanged
+    assert not list(tmp_path.glob("*.progress.json"))

@@ -17,6 +17,7 @@ import numpy as np
 
 from datapipe.io import fs
 from datapipe.io.shards import Shard
+from datapipe.runtime.heartbeat import Heartbeat
 
 
 def _keys_url(scratch: str, shard_index: int) -> str:
@@ -24,7 +25,9 @@ def _keys_url(scratch: str, shard_index: int) -> str:
 
 
 def shard_keys(stage: Any, plan: Any, shard: Shard) -> None:
-    """One task per input shard: the shard's selection array, to the scratch folder."""
+    """One task per input shard: the shard's selection array, to the scratch folder. Its heartbeat marks the
+    shard's start for the progress display and the stage's time, as dedup's signing does."""
+    Heartbeat(stage.out_dir, shard.part).tick(0)
     buf = io.BytesIO()
     np.save(buf, stage.selection_array(shard), allow_pickle=False)
     fs.write_bytes_atomic(_keys_url(plan.scratch, shard.index), buf.getvalue())

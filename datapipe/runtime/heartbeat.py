@@ -39,11 +39,17 @@ class Heartbeat:
     """A shard's progress, written now and then from the worker's own loop (no thread: a tick is one clock read
     unless a write is due)."""
 
-    def __init__(self, out_dir: str, part: str, position: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        out_dir: str,
+        part: str,
+        position: Callable[[], int] | None = None,
+        started: float | None = None,
+    ) -> None:
         self.url = progress_url(out_dir, part)
         self.every = interval_s(out_dir)
         self.position = position  # input bytes read so far, when the reader can tell
-        self.started = time.time()
+        self.started = time.time() if started is None else started
         self.next = time.monotonic()  # the first tick writes: the display sees the shard start
 
     def tick(self, docs: int) -> None:
@@ -69,3 +75,11 @@ class Heartbeat:
         """The shard committed: its ``stats.json`` says the rest."""
         with contextlib.suppress(OSError):
             fs.remove(self.url)
+
+
+def began(out_dir: str, part: str) -> float | None:
+    """When a shard's work began according to a heartbeat already there: a first phase's (dedup's signing, the
+    quality cut-off's scoring), which ran before the global phase; None when there is none."""
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        return float(json.loads(fs.read_text(progress_url(out_dir, part)))["started"])
+    return None

@@ -23,7 +23,7 @@ from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.decisions import RemovedLog, removed_url
 from datapipe.runtime.heartbeat import SUFFIX as PROGRESS_SUFFIX
-from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.heartbeat import Heartbeat, began
 from datapipe.runtime.record import PLAN_FIELDS, StageRecord
 from datapipe.runtime.stats import StageStats, merge_all
 
@@ -70,8 +70,11 @@ def run_shard(stage: Stage, shard: Shard) -> StageStats:
     if fs.exists(marker) and stage.has_output(shard):
         Heartbeat(stage.out_dir, shard.part).end()  # one a first phase wrote (dedup's signing), if any
         return StageStats.from_dict(json.loads(fs.read_text(marker))["stats"])
-    t0, started = time.perf_counter(), time.time()
-    beat = Heartbeat(stage.out_dir, shard.part)
+    t0 = time.perf_counter()
+    # a two-phase stage's shard began with its first phase, before the global one: its time counts from there,
+    # so that the stage's own time ("ran in") holds its global phase
+    started = began(stage.out_dir, shard.part) or time.time()
+    beat = Heartbeat(stage.out_dir, shard.part, started=started)
     beat.tick(0)
     stats = stage.process_shard(shard, beat)
     if not stats.balanced:
