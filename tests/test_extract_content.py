@@ -486,10 +486,16 @@ def test_a_caption_set_as_a_paragraph_goes():
         "Figure 1: The why loop iterates over ideas and software, the how loop on building them.",
         "Source: the ministry said on Monday that it would publish the figures for the whole country next week.",
     ]
-    body = "".join(f"<p>{PARA}</p><p>{t}</p>" for t in captions + kept) + f"<p>{PARA}</p>"
+    _between_paragraphs_they_go_as(captions, kept, "caption")
+
+
+def _between_paragraphs_they_go_as(dropped: list[str], kept: list[str], reason: str) -> None:
+    """Each text as a paragraph of an article between paragraphs of prose: ``dropped`` go for ``reason``, ``kept``
+    stay."""
+    body = "".join(f"<p>{PARA}</p><p>{t}</p>" for t in dropped + kept) + f"<p>{PARA}</p>"
     a = analyze(_page(f"<article>{body}</article>"))
     why = {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
-    assert all(why[t] == "caption" for t in captions), why
+    assert all(why[t] == reason for t in dropped), why
     assert all(why[t] == "" for t in kept), why
 
 
@@ -513,11 +519,7 @@ def test_an_appeal_to_the_reader_set_as_a_paragraph_goes():
         "The company said the number of people who subscribe to its streaming service fell by a million.",
         "Unterschreiben Sie unsere Petition und unterstützen Sie unsere Forderung nach einem Ministerium.",
     ]
-    body = "".join(f"<p>{PARA}</p><p>{t}</p>" for t in appeals + kept) + f"<p>{PARA}</p>"
-    a = analyze(_page(f"<article>{body}</article>"))
-    why = {b.text: w for b, w in zip(a.blocks, a.why, strict=True)}
-    assert all(why[t] == "appeal" for t in appeals), why
-    assert all(why[t] == "" for t in kept), why
+    _between_paragraphs_they_go_as(appeals, kept, "appeal")
 
 
 def test_a_named_lead_above_an_unnamed_body_is_no_root():
