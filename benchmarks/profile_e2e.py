@@ -97,9 +97,10 @@ def profile(spy: str, cmd: list[str], raw: Path, rate: int, env: dict[str, str])
          "--nonblocking", "-o", str(raw), "--", *wrapped],
         cwd=REPO, env=env, capture_output=True, text=True,
     )  # fmt: skip
-    if proc.returncode != 0 or json.loads(result.read_text())["rc"] != 0:
+    wrap = json.loads(result.read_text()) if result.exists() else {"rc": None}
+    if proc.returncode != 0 or wrap["rc"] != 0:
         sys.exit(f"profile_e2e: the profiled build failed:\n{proc.stderr[-3000:]}")
-    return time.perf_counter() - t0, float(json.loads(result.read_text())["cpu"])
+    return time.perf_counter() - t0, float(wrap["cpu"])
 
 
 def main() -> None:

@@ -73,9 +73,13 @@ def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[
     import tiktoken
 
     decode = _byte_decoder()
-    ranks = {bytes(decode[c] for c in token): i for token, i in parts["model"]["vocab"].items()}
     literals = tuple(t["content"] for t in parts["added_tokens"])
-    ranks = {b: i for b, i in ranks.items() if b.decode("utf-8", "replace") not in literals}
+    # the added tokens' own entries are left out: their literals go to ``tok`` (see the module's docstring)
+    ranks = {
+        bytes(decode[c] for c in token): i
+        for token, i in parts["model"]["vocab"].items()
+        if token not in literals
+    }
     enc = tiktoken.Encoding("datapipe-gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
 
     def encode(text: str) -> np.ndarray:
