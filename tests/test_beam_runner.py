@@ -1,5 +1,6 @@
 """The local runner: the DirectRunner is always Beam's FnApiRunner (never a Prism binary fetched from GitHub), its
-worker processes run our harness entry, and a worker that fails still exits with a failure."""
+worker processes run our harness entry (forked from the warm parent, :mod:`pipelines.beam.zygote`), and a worker
+that fails still exits with a failure."""
 
 from __future__ import annotations
 
@@ -12,10 +13,14 @@ from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
 
 
+def _cmdline(pid: int) -> str:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().replace(b"\0", b" ").decode()
+
+
 class _Cmdline(beam.DoFn):
     def process(self, x):
-        with open("/proc/self/cmdline", "rb") as f:
-            yield x, f.read().replace(b"\0", b" ").decode(), os.getpid()
+        yield x, _cmdline(os.getppid()), os.getpid()
 
 
 def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path):
@@ -35,8 +40,10 @@ def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path
         )
     rows = [line.split("\t") for line in seen.read_text().splitlines()]
     assert sorted(int(r[0]) for r in rows) == list(range(40))
-    assert all("-m pipelines.beam.worker" in r[1] for r in rows), rows[:3]
+    # each worker is a child of the warm parent, which the launcher started
+    assert all("-m pipelines.beam.zygote" in r[1] for r in rows), rows[:3]
     assert all(int(r[2]) != os.getpid() for r in rows)
+    assert len({r[2] for r in rows}) <= 2
     # the caller's options are untouched (a build runs a second pipeline with them when components need rounds)
     assert options.get_all_options()["direct_running_mode"] == "multi_processing"
 

@@ -6,15 +6,18 @@ temporary folder behind and falls back to the FnApiRunner. A build would then ru
 on whether the machine can reach GitHub. So the DirectRunner here is always what that fallback is: Beam's
 FnApiRunner with the pipeline options provisioned to its workers, in the running mode the ``--direct_*`` flags ask
 for. With ``--direct_running_mode=multi_processing`` the workers run ``python -m pipelines.beam.worker`` (Beam's
-harness that skips the interpreter's teardown at exit). ``--runner PrismRunner`` still picks Prism, and every other
+harness that skips the interpreter's teardown at exit), forked from a parent that imported the workers' stack while
+the launcher built its graph (:mod:`pipelines.beam.zygote`). ``--runner PrismRunner`` still picks Prism, and every other
 runner is Beam's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import shlex
 import sys
+from collections.abc import Iterator
 
 from pipelines.beam.quiet import PipelineOptions, beam
 
@@ -30,10 +33,14 @@ def worker_command() -> str:
     return f"{shlex.quote(sys.executable)} -m pipelines.beam.worker"
 
 
-def local_runner(options: PipelineOptions):
+def is_multi_process(options: PipelineOptions) -> bool:
+    return is_local(options) and options.get_all_options().get("direct_running_mode") == "multi_processing"
+
+
+def local_runner(options: PipelineOptions, command: str | None = None):
     """``(runner, options)``: the FnApiRunner as the DirectRunner sets it up (its workers get the pipeline
-    options), with our worker command when the workers are processes, and the options to run it with (a copy:
-    the caller's may serve another pipeline)."""
+    options), with our worker command (``command``, else :func:`worker_command`) when the workers are processes,
+    and the options to run it with (a copy: the caller's may serve another pipeline)."""
     from apache_beam.options.pipeline_options import DirectOptions
     from apache_beam.portability.api import beam_provision_api_pb2
     from apache_beam.runners.portability.fn_api_runner import fn_runner
@@ -46,7 +53,7 @@ def local_runner(options: PipelineOptions):
     if direct.direct_running_mode == "multi_processing":
         # the FnApiRunner would start `python -m apache_beam.runners.worker.sdk_worker_main`; with no running mode
         # set it takes the environment given here and still starts --direct_num_workers of them
-        environment = SubprocessSDKEnvironment.from_command_string(worker_command())
+        environment = SubprocessSDKEnvironment.from_command_string(command or worker_command())
         direct.direct_running_mode = None
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     provision = fn_runner.ExtendedProvisionInfo(
@@ -55,9 +62,21 @@ def local_runner(options: PipelineOptions):
     return fn_runner.FnApiRunner(default_environment=environment, provision_info=provision), options
 
 
-def pipeline(options: PipelineOptions) -> beam.Pipeline:
-    """A pipeline on the runner the options name (see the module's docstring for the DirectRunner)."""
-    if is_local(options):
+@contextlib.contextmanager
+def pipeline(options: PipelineOptions) -> Iterator[beam.Pipeline]:
+    """``with pipeline(options) as p:`` a pipeline on the runner the options name, run when the block ends (see
+    the module's docstring for the DirectRunner)."""
+    if is_multi_process(options):
+        from pipelines.beam.zygote import warm_workers
+
+        with warm_workers() as command:
+            runner, options = local_runner(options, command)
+            with beam.Pipeline(runner=runner, options=options) as p:
+                yield p
+    elif is_local(options):
         runner, options = local_runner(options)
-        return beam.Pipeline(runner=runner, options=options)
-    return beam.Pipeline(options=options)
+        with beam.Pipeline(runner=runner, options=options) as p:
+            yield p
+    else:
+        with beam.Pipeline(options=options) as p:
+            yield p

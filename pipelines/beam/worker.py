@@ -5,20 +5,45 @@ the runner closes its control stream. By then every bundle has finished and ever
 our outputs are written and renamed inside the bundles), so what is left of a normal exit is freeing the worker's
 heap: ~0.4-0.7 s for a worker that holds fastText, spaCy and a tokenizer, and the FnApiRunner stops its workers one
 after another. See :mod:`datapipe.runtime.quick_exit`.
+
+With ``--zygote=PATH`` (what a build's launcher asks for) the harness runs in a process forked from a parent that
+has already imported it (:mod:`pipelines.beam.zygote`), and this one only waits for it; when that parent cannot
+be reached, the harness runs here as before.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
 from datapipe.runtime.quick_exit import run_then_exit
 
+_ZYGOTE = "--zygote="
 
-def main() -> None:
+
+def _harness_main() -> None:
     from apache_beam.runners.worker import sdk_worker_main
 
     sdk_worker_main.main(sys.argv)
 
 
+def harness() -> NoReturn:
+    """Beam's harness with ``sys.argv`` and the environment as they are, then a quick exit."""
+    run_then_exit(_harness_main)
+
+
+def main() -> NoReturn:
+    zygote = [a[len(_ZYGOTE) :] for a in sys.argv[1:] if a.startswith(_ZYGOTE)]
+    sys.argv = [a for a in sys.argv if not a.startswith(_ZYGOTE)]
+    if zygote:
+        from pipelines.beam.zygote import run_in_zygote
+
+        code = run_in_zygote(zygote[-1], sys.argv)
+        if code is not None:
+            os._exit(code)
+    harness()
+
+
 if __name__ == "__main__":
-    run_then_exit(main)
+    main()

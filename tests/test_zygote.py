@@ -1,0 +1,155 @@
+"""The warm parent of a local build's workers (``pipelines.beam.zygote``): a worker started by Beam's command line
+runs in a child forked from the parent with the client's environment, folder, arguments and standard streams; the
+client exits with the child's status; SIGTERM reaches the child; a killed client takes its child with it; the
+parent ends once told to and its children are reaped; and with no parent the client runs the harness itself."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+# a parent whose "harness" reports what it was given instead of running Beam's
+_PARENT = textwrap.dedent(
+    """
+    import os, signal, socket, sys
+    from pipelines.beam import zygote
+
+    def harness():
+        print(f"child={os.getpid()} parent={os.getppid()} cwd={os.getcwd()} argv={sys.argv[1:]}", flush=True)
+        print(f"X={os.environ.get('X')}", file=sys.stderr, flush=True)
+        if os.environ.get("X") == "wait":
+            signal.pause()
+        os._exit(int(os.environ.get("X", "0")) if os.environ.get("X", "0").isdigit() else 0)
+
+    zygote.serve(socket.socket(fileno=int(sys.argv[1])), sys.stdin.fileno(), harness)
+    """
+)
+
+
+@contextmanager
+def _parent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    path = str(tmp_path / "z.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, str(listener.fileno())],
+        stdin=subprocess.PIPE,
+        pass_fds=(listener.fileno(),),
+    )
+    listener.close()
+    try:
+        yield proc, path
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _worker(path: str, env: dict[str, str], cwd: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipelines.beam.worker", f"--zygote={path}", "--flag"],
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    """Wait for process ``pid`` to end (an event: its pidfd turns readable), at most ``timeout`` seconds."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def test_a_worker_runs_forked_from_the_parent_with_the_clients_world(tmp_path: Path):
+    where = tmp_path / "here"
+    where.mkdir()
+    with _parent(tmp_path) as (parent, path):
+        w = _worker(path, {"X": "3"}, where)
+        out, err = w.communicate(timeout=60)
+        assert w.returncode == 3
+        fields = dict(f.split("=", 1) for f in out.split(" ", 3))
+        assert int(fields["parent"]) == parent.pid
+        assert fields["cwd"] == str(where)
+        assert fields["argv"].strip() == "['--flag']"  # --zygote= is the client's, not the harness's
+        assert err.strip() == "X=3"
+        assert parent.stdin is not None
+        parent.stdin.close()  # told to go, with no children left: it ends
+        assert parent.wait(timeout=60) == 0
+
+
+def test_sigterm_reaches_the_child_and_a_killed_client_takes_its_child_along(tmp_path: Path):
+    with _parent(tmp_path) as (parent, path):
+        w = _worker(path, {"X": "wait"}, tmp_path)
+        assert w.stdout is not None
+        child = int(w.stdout.readline().split()[0].split("=")[1])
+        w.send_signal(signal.SIGTERM)
+        assert w.wait(timeout=60) == 128 + signal.SIGTERM
+        assert _wait_gone(child, 60)
+
+        w = _worker(path, {"X": "wait"}, tmp_path)
+        assert w.stdout is not None
+        child = int(w.stdout.readline().split()[0].split("=")[1])
+        w.kill()
+        w.wait(timeout=60)
+        assert _wait_gone(child, 60)
+        assert parent.stdin is not None
+        parent.stdin.close()
+        assert parent.wait(timeout=60) == 0
+
+
+def test_the_parent_waits_for_its_children_before_it_ends(tmp_path: Path):
+    with _parent(tmp_path) as (parent, path):
+        w = _worker(path, {"X": "wait"}, tmp_path)
+        assert w.stdout is not None
+        child = int(w.stdout.readline().split()[0].split("=")[1])
+        assert parent.stdin is not None
+        parent.stdin.close()
+        with pytest.raises(subprocess.TimeoutExpired):
+            parent.wait(timeout=0.5)  # still serving its child
+        os.kill(child, signal.SIGTERM)
+        assert w.wait(timeout=60) == 128 + signal.SIGTERM
+        assert parent.wait(timeout=60) == 0
+
+
+def test_with_no_parent_the_client_runs_the_harness_itself(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_SERVICE_DESCRIPTOR")}
+    r = subprocess.run(
+        [sys.executable, "-m", "pipelines.beam.worker", f"--zygote={tmp_path / 'none.sock'}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 1
+    assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr  # Beam's harness ran here, and failed as it does
+
+
+def test_the_real_parent_runs_beams_harness(tmp_path: Path):
+    from pipelines.beam.zygote import warm_workers
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_SERVICE_DESCRIPTOR")}
+    with warm_workers() as command:
+        assert "--zygote=" in command
+        r = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr
