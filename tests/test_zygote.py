@@ -153,3 +153,31 @@ def test_the_real_parent_runs_beams_harness(tmp_path: Path):
         r = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
     assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr
+
+
+def test_the_parent_starts_early_only_for_local_worker_processes():
+    from pipelines.beam.zygote import wanted
+
+    assert wanted(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    assert wanted(["--direct_running_mode", "multi_processing", "--runner=DirectRunner"])
+    assert not wanted([])
+    assert not wanted(["--direct_running_mode=multi_threading"])
+    assert not wanted(["--direct_running_mode=multi_processing", "--runner=DataflowRunner"])
+
+
+def test_a_build_stopped_by_bad_input_says_one_line_with_the_parent_started(tmp_path: Path):
+    r = subprocess.run(
+        [sys.executable, "-m", "pipelines.build_mixture", "--mixture", str(tmp_path / "none.yaml")]
+        + [
+            "--output",
+            str(tmp_path / "out"),
+            "--direct_running_mode=multi_processing",
+            "--direct_num_workers=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # the parent, left to end, says nothing
+    assert "none.yaml" in r.stderr

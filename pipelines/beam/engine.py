@@ -18,6 +18,7 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
 from pipelines.beam.quiet import PipelineOptions, warnings_dropped
+from pipelines.beam.zygote import WarmWorkers
 
 Chain = list[tuple[Stage, StagePlan, str | None]]
 
@@ -63,7 +64,12 @@ class BeamEngine:
     (``datapipe.dedup.spill``: memory bounded by a partition), ``beam`` through ``GroupByKey`` (a distributed
     runner's shuffle service), ``auto`` picks files on the runners of ``IN_MEMORY_SHUFFLE``."""
 
-    def __init__(self, beam_args: list[str], global_shuffle: str = "auto") -> None:
+    def __init__(
+        self, beam_args: list[str], global_shuffle: str = "auto", workers: WarmWorkers | None = None
+    ) -> None:
+        # workers: the warm parent of local worker processes, started by the entry before Beam was imported;
+        # this engine lets it go when its run ends (pipelines/beam/zygote.py)
+        self.warm = workers
         self.options = PipelineOptions(beam_args or ["--runner=DirectRunner"])
         self.runner = str(self.options.get_all_options().get("runner") or "DirectRunner")
         if global_shuffle not in ("auto", "files", "beam"):
@@ -99,6 +105,13 @@ class BeamEngine:
             )
 
     def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
+        try:
+            self._run(mixture, plans, report_stage)
+        finally:
+            if self.warm is not None:
+                self.warm.close()
+
+    def _run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: StageReport) -> None:
         from pipelines.beam.dedup import CC_ROUNDS, next_cc_rounds
 
         rounds: dict[str, int] = {}
@@ -141,4 +154,4 @@ class BeamEngine:
             report_stage(sp, st, seconds)
 
         with WaveProgress(watched(stages), done):
-            run_chains([chain for _, chain in chains], self.options, rounds, self.files)
+            run_chains([chain for _, chain in chains], self.options, rounds, self.files, self.warm)

@@ -24,10 +24,20 @@ class BeamEntry:
         )
 
     def make(self, args: argparse.Namespace, extra: list[str], known: list[str]) -> Engine:
+        from pipelines.beam import zygote
+
+        # local worker processes: their warm parent starts now, so that it imports their stack while this process
+        # imports Beam and builds its graph (pipelines/beam/zygote.py)
+        workers = zygote.WarmWorkers() if not args.dry_run and zygote.wanted(extra) else None
         from pipelines.beam.engine import BeamEngine, check_beam_flags
 
-        check_beam_flags(extra, known)  # what the launcher does not know must be a Beam pipeline option
-        return BeamEngine(extra, args.global_shuffle)
+        try:
+            check_beam_flags(extra, known)  # what the launcher does not know must be a Beam pipeline option
+            return BeamEngine(extra, args.global_shuffle, workers)
+        except BaseException:
+            if workers is not None:
+                workers.close()
+            raise
 
 
 ENGINE = BeamEntry()

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator
 
 from pipelines.beam.quiet import PipelineOptions, beam
+from pipelines.beam.zygote import WarmWorkers, warm_workers
 
 LOCAL = ("DirectRunner", "SwitchingDirectRunner")
 
@@ -63,12 +64,15 @@ def local_runner(options: PipelineOptions, command: str | None = None):
 
 
 @contextlib.contextmanager
-def pipeline(options: PipelineOptions) -> Iterator[beam.Pipeline]:
+def pipeline(options: PipelineOptions, workers: WarmWorkers | None = None) -> Iterator[beam.Pipeline]:
     """``with pipeline(options) as p:`` a pipeline on the runner the options name, run when the block ends (see
-    the module's docstring for the DirectRunner)."""
-    if is_multi_process(options):
-        from pipelines.beam.zygote import warm_workers
-
+    the module's docstring for the DirectRunner). ``workers``: a warm parent started earlier (a build starts it
+    before it imports Beam); else, with worker processes, one is started for this pipeline."""
+    if is_multi_process(options) and workers is not None:
+        runner, options = local_runner(options, workers.command)
+        with beam.Pipeline(runner=runner, options=options) as p:
+            yield p
+    elif is_multi_process(options):
         with warm_workers() as command:
             runner, options = local_runner(options, command)
             with beam.Pipeline(runner=runner, options=options) as p:

@@ -30,6 +30,7 @@ from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
 from pipelines.beam.phase import SPILL_DIR, TaskTable
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
+from pipelines.beam.zygote import WarmWorkers
 
 NAMESPACE = "datapipe"
 
@@ -171,10 +172,12 @@ def run_chains(
     options: PipelineOptions,
     cc_rounds: dict[str, int] | None = None,
     files: bool = False,
+    workers: WarmWorkers | None = None,
 ) -> None:
     """Run every chain (a source's stages with their global phases, in order) in one pipeline, to completion
     (blocking). ``cc_rounds``: connected-component rounds per dedup stage folder, for one that needs more than the
-    default; ``files``: dedup and paragraph phases shuffle through files instead of ``GroupByKey``."""
-    with pipeline(options) as p:
+    default; ``files``: dedup and paragraph phases shuffle through files instead of ``GroupByKey``; ``workers``:
+    the build's warm parent for local worker processes, if it started one."""
+    with pipeline(options, workers) as p:
         for chain in chains:
             _ = p | chain[0][1].source >> RunChain(chain, cc_rounds or {}, files)

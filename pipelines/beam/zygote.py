@@ -57,6 +57,7 @@ _INT = struct.Struct("!i")
 # what a worker imports, in the order it imports it; a name that does not import is left to the worker (only time
 # is at stake)
 WARM = (
+    "pipelines.beam.quiet",  # Beam without its import-time warning, which would land among the build's lines
     "apache_beam.runners.worker.sdk_worker_main",
     "pipelines.beam.stage",
     "pipelines.beam.dedup",
@@ -78,39 +79,68 @@ def warm() -> None:
 # --- the launcher's side ------------------------------------------------------------------------------------------
 
 
+def wanted(flags: list[str]) -> bool:
+    """Whether Beam flags ask for the DirectRunner with worker processes (``--direct_running_mode=
+    multi_processing``, no other ``--runner``): read before Beam is imported, so that the parent can start first.
+    Only when the parent starts depends on it; :func:`pipelines.beam.runner.pipeline` decides from Beam's own
+    parsing whether workers are forked from it."""
+    import argparse
+
+    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    ap.add_argument("--runner")
+    ap.add_argument("--direct_running_mode")
+    known, _ = ap.parse_known_args(flags)
+    local = known.runner is None or known.runner.rsplit(".", 1)[-1] in (
+        "DirectRunner",
+        "SwitchingDirectRunner",
+    )
+    return local and known.direct_running_mode == "multi_processing"
+
+
+class WarmWorkers:
+    """The parent, started: :attr:`command` is the worker command line to give Beam; :meth:`close` lets the
+    parent go once the build is over and waits for it (its children, Beam's workers, have ended by then). A parent
+    never closed (the launcher stopped at a bad input) ends when the launcher does: its standard input closes."""
+
+    def __init__(self, python: str = sys.executable) -> None:
+        self._folder = tempfile.mkdtemp(prefix="datapipe-workers-")
+        path = os.path.join(self._folder, "zygote.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(path)
+            listener.listen(128)
+            self._proc = subprocess.Popen(
+                [python, "-m", "pipelines.beam.zygote", str(listener.fileno())],
+                stdin=subprocess.PIPE,
+                pass_fds=(listener.fileno(),),
+            )
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise
+        finally:
+            listener.close()
+        self.command = f"{shlex.quote(python)} -m pipelines.beam.worker --zygote={shlex.quote(path)}"
+
+    def close(self) -> None:
+        proc = self._proc
+        if proc.stdin is not None and not proc.stdin.closed:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=60)  # a bound, not a pause: the parent exits once its last child is reaped
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def warm_workers(python: str = sys.executable) -> Iterator[str]:
-    """Start the parent; yield the worker command line to give Beam; at the end, let the parent go and wait for
-    it (its children are Beam's workers, over by then)."""
-    folder = tempfile.mkdtemp(prefix="datapipe-workers-")
-    path = os.path.join(folder, "zygote.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A parent for one block: yields the worker command line to give Beam."""
+    parent = WarmWorkers(python)
     try:
-        listener.bind(path)
-        listener.listen(128)
-        proc = subprocess.Popen(
-            [python, "-m", "pipelines.beam.zygote", str(listener.fileno())],
-            stdin=subprocess.PIPE,
-            pass_fds=(listener.fileno(),),
-        )
-    except BaseException:
-        listener.close()
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    listener.close()
-    try:
-        yield f"{shlex.quote(python)} -m pipelines.beam.worker --zygote={shlex.quote(path)}"
+        yield parent.command
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(
-                timeout=60
-            )  # a bound, not a pause: the parent exits as soon as its last child is reaped
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        parent.close()
 
 
 # --- the client: what Beam starts as a worker ----------------------------------------------------------------------
