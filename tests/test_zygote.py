@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,20 @@ def _worker(path: str, env: dict[str, str], cwd: Path, **kw) -> subprocess.Popen
     )
 
 
+def _waiting_worker(path: str, cwd: Path) -> tuple[subprocess.Popen, int]:
+    """A worker whose child waits for a signal; with the child's pid, read from its first line."""
+    w = _worker(path, {"X": "wait"}, cwd)
+    assert w.stdout is not None
+    return w, int(w.stdout.readline().split()[0].split("=")[1])
+
+
+def _let_go(parent: subprocess.Popen) -> int:
+    """Close the parent's standard input (the build is over) and wait for its status."""
+    assert parent.stdin is not None
+    parent.stdin.close()
+    return parent.wait(timeout=60)
+
+
 def _wait_gone(pid: int, timeout: float) -> bool:
     """Wait for process ``pid`` to end (an event: its pidfd turns readable), at most ``timeout`` seconds."""
     try:
@@ -92,36 +107,53 @@ def test_a_worker_runs_forked_from_the_parent_with_the_clients_world(tmp_path: P
         assert fields["cwd"] == str(where)
         assert fields["argv"].strip() == "['--flag']"  # --zygote= is the client's, not the harness's
         assert err.strip() == "X=3"
-        assert parent.stdin is not None
-        parent.stdin.close()  # told to go, with no children left: it ends
-        assert parent.wait(timeout=60) == 0
+        assert _let_go(parent) == 0  # told to go, with no children left: it ends
 
 
 def test_sigterm_reaches_the_child_and_a_killed_client_takes_its_child_along(tmp_path: Path):
     with _parent(tmp_path) as (parent, path):
-        w = _worker(path, {"X": "wait"}, tmp_path)
-        assert w.stdout is not None
-        child = int(w.stdout.readline().split()[0].split("=")[1])
+        w, child = _waiting_worker(path, tmp_path)
         w.send_signal(signal.SIGTERM)
         assert w.wait(timeout=60) == 128 + signal.SIGTERM
         assert _wait_gone(child, 60)
 
-        w = _worker(path, {"X": "wait"}, tmp_path)
-        assert w.stdout is not None
-        child = int(w.stdout.readline().split()[0].split("=")[1])
+        w, child = _waiting_worker(path, tmp_path)
         w.kill()
         w.wait(timeout=60)
         assert _wait_gone(child, 60)
-        assert parent.stdin is not None
-        parent.stdin.close()
-        assert parent.wait(timeout=60) == 0
+        assert _let_go(parent) == 0
+
+
+def test_a_sigterm_that_comes_before_the_childs_pid_is_passed_on(tmp_path: Path):
+    # a stand-in parent that answers only after the client got SIGTERM: the client holds it, then sends it on
+    path = str(tmp_path / "slow.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    w = _worker(path, {}, tmp_path)
+    conn, _ = server.accept()
+    header, fds, _, _ = socket.recv_fds(conn, 4, 3)
+    for fd in fds:
+        os.close(fd)
+    size, got = struct.unpack("!i", header)[0], b""
+    while len(got) < size:
+        got += conn.recv(size - len(got))
+    target = subprocess.Popen(["sleep", "600"])  # plays the child
+    try:
+        w.send_signal(signal.SIGTERM)
+        conn.sendall(struct.pack("!i", target.pid))
+        assert target.wait(timeout=60) == -signal.SIGTERM
+        conn.sendall(struct.pack("!i", -signal.SIGTERM))
+        assert w.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        target.kill()
+        conn.close()
+        server.close()
 
 
 def test_the_parent_waits_for_its_children_before_it_ends(tmp_path: Path):
     with _parent(tmp_path) as (parent, path):
-        w = _worker(path, {"X": "wait"}, tmp_path)
-        assert w.stdout is not None
-        child = int(w.stdout.readline().split()[0].split("=")[1])
+        w, child = _waiting_worker(path, tmp_path)
         assert parent.stdin is not None
         parent.stdin.close()
         with pytest.raises(subprocess.TimeoutExpired):

@@ -159,11 +159,34 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
     return buf
 
 
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+
 def run_in_zygote(path: str, argv: list[str]) -> int | None:
     """Have the parent at ``path`` fork a worker with this process's environment, folder, ``argv`` and standard
     streams; its exit status (a signal ``n`` as ``128 + n``), or None when no child was started (the caller then
-    runs the harness itself)."""
+    runs the harness itself). SIGTERM and SIGHUP are passed on from the moment this starts: one that comes before
+    the child's pid is known is held, then sent."""
+    child: list[int] = []  # the child's pid, once known
+    held: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        if not child:
+            held.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child[0], signum)
+
+    def unforward() -> None:  # no child: as a worker that runs the harness itself, held signals act now
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for s in _FORWARDED:
+            signal.signal(s, signal.SIG_DFL)
+        for signum in held:
+            signal.raise_signal(signum)
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets the terminal's SIGINT itself
+    for s in _FORWARDED:
+        signal.signal(s, forward)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -172,21 +195,14 @@ def run_in_zygote(path: str, argv: list[str]) -> int | None:
         sock.sendall(payload)
         got = _recv_exactly(sock, _INT.size)
     except OSError:
-        sock.close()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        return None
+        got = None
     if got is None:
         sock.close()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        unforward()
         return None
-    child = _INT.unpack(got)[0]
-
-    def forward(signum: int, frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
-
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, forward)
+    child.append(_INT.unpack(got)[0])
+    for signum in held:
+        forward(signum, None)
     try:
         status = _recv_exactly(sock, _INT.size)
     finally:
