@@ -1,6 +1,6 @@
 """The local runner: the DirectRunner is always Beam's FnApiRunner (never a Prism binary fetched from GitHub), its
-worker processes run our harness entry (forked from the warm parent, :mod:`pipelines.beam.zygote`), and a worker
-that fails still exits with a failure."""
+worker processes run our harness entry (or are forked from a warm parent, :mod:`pipelines.beam.zygote`), and a
+worker that fails still exits with a failure."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
+from pipelines.beam.zygote import WarmWorkers
 
 
 def _cmdline(pid: int) -> str:
@@ -20,28 +23,37 @@ def _cmdline(pid: int) -> str:
 
 class _Cmdline(beam.DoFn):
     def process(self, x):
-        yield x, _cmdline(os.getppid()), os.getpid()
+        yield x, f"{_cmdline(os.getpid())} | {_cmdline(os.getppid())}", os.getpid()
 
 
-def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path):
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path, warm: bool):
     flags = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
     options = PipelineOptions(flags)
     seen = tmp_path / "seen.txt"
-    with pipeline(options) as p:
-        assert type(p.runner).__name__ == "FnApiRunner"
-        (
-            p
-            | beam.Create(range(40))
-            | beam.Reshuffle()
-            | beam.ParDo(_Cmdline())
-            | beam.Map(lambda r: f"{r[0]}\t{r[1]}\t{r[2]}")
-            | beam.combiners.ToList()
-            | beam.Map(lambda rows: seen.write_text("\n".join(sorted(rows))))
-        )
+    parent = WarmWorkers() if warm else None
+    try:
+        with pipeline(options, parent) as p:
+            assert type(p.runner).__name__ == "FnApiRunner"
+            (
+                p
+                | beam.Create(range(40))
+                | beam.Reshuffle()
+                | beam.ParDo(_Cmdline())
+                | beam.Map(lambda r: f"{r[0]}\t{r[1]}\t{r[2]}")
+                | beam.combiners.ToList()
+                | beam.Map(lambda rows: seen.write_text("\n".join(sorted(rows))))
+            )
+    finally:
+        if parent is not None:
+            parent.close()
     rows = [line.split("\t") for line in seen.read_text().splitlines()]
     assert sorted(int(r[0]) for r in rows) == list(range(40))
-    # each worker is a child of the warm parent, which the launcher started
-    assert all("-m pipelines.beam.zygote" in r[1] for r in rows), rows[:3]
+    own, parents = [r[1].split(" | ")[0] for r in rows], [r[1].split(" | ")[1] for r in rows]
+    if parent is None:  # our harness entry, as Beam starts it
+        assert all("-m pipelines.beam.worker" in c for c in own), own[:3]
+    else:  # forked from the warm parent (a build's launcher starts one before it imports Beam)
+        assert all("-m pipelines.beam.zygote" in c for c in parents), parents[:3]
     assert all(int(r[2]) != os.getpid() for r in rows)
     assert len({r[2] for r in rows}) <= 2
     # the caller's options are untouched (a build runs a second pipeline with them when components need rounds)

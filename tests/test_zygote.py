@@ -177,12 +177,15 @@ def test_with_no_parent_the_client_runs_the_harness_itself(tmp_path: Path):
 
 
 def test_the_real_parent_runs_beams_harness(tmp_path: Path):
-    from pipelines.beam.zygote import warm_workers
+    from pipelines.beam.zygote import WarmWorkers
 
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_SERVICE_DESCRIPTOR")}
-    with warm_workers() as command:
-        assert "--zygote=" in command
-        r = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=120)
+    parent = WarmWorkers()
+    try:
+        assert "--zygote=" in parent.command
+        r = subprocess.run(parent.command, shell=True, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        parent.close()
     assert r.returncode == 1
     assert "CONTROL_API_SERVICE_DESCRIPTOR" in r.stderr
 

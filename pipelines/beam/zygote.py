@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import NoReturn
 
 _INT = struct.Struct("!i")
@@ -134,16 +134,6 @@ class WarmWorkers:
                 proc.kill()
                 proc.wait()
         shutil.rmtree(self._folder, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def warm_workers(python: str = sys.executable) -> Iterator[str]:
-    """A parent for one block: yields the worker command line to give Beam."""
-    parent = WarmWorkers(python)
-    try:
-        yield parent.command
-    finally:
-        parent.close()
 
 
 # --- the client: what Beam starts as a worker ----------------------------------------------------------------------
