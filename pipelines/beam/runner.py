@@ -7,8 +7,8 @@ on whether the machine can reach GitHub. So the DirectRunner here is always what
 FnApiRunner with the pipeline options provisioned to its workers, in the running mode the ``--direct_*`` flags ask
 for. With ``--direct_running_mode=multi_processing`` the workers run ``python -m pipelines.beam.worker`` (Beam's
 harness that skips the interpreter's teardown at exit); in a build they are forked from a parent that imported
-the workers' stack while the launcher built its graph (:mod:`pipelines.beam.zygote`). ``--runner PrismRunner`` still picks Prism, and every other
-runner is Beam's own.
+the workers' stack while the launcher built its graph (:mod:`pipelines.beam.zygote`). ``--runner PrismRunner``
+still picks Prism, and every other runner is Beam's own.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import sys
 from collections.abc import Iterator
 
 from pipelines.beam.quiet import PipelineOptions, beam
-from pipelines.beam.zygote import WarmWorkers
-
-LOCAL = ("DirectRunner", "SwitchingDirectRunner")
+from pipelines.beam.zygote import LOCAL, WarmWorkers
 
 
 def is_local(options: PipelineOptions) -> bool:

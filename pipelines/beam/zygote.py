@@ -54,6 +54,10 @@ from typing import NoReturn
 
 _INT = struct.Struct("!i")
 
+# the runners that run a pipeline on this machine (the DirectRunner is always the FnApiRunner here:
+# pipelines/beam/runner.py); kept here, where the launcher reads it before Beam is imported
+LOCAL = ("DirectRunner", "SwitchingDirectRunner")
+
 # what a worker imports, in the order it imports it; a name that does not import is left to the worker (only time
 # is at stake)
 WARM = (
@@ -85,18 +89,15 @@ def warm() -> None:
 def wanted(flags: list[str]) -> bool:
     """Whether Beam flags ask for the DirectRunner with worker processes (``--direct_running_mode=
     multi_processing``, no other ``--runner``): read before Beam is imported, so that the parent can start first.
-    Only when the parent starts depends on it; :func:`pipelines.beam.runner.pipeline` decides from Beam's own
-    parsing whether workers are forked from it."""
+    Only whether the parent starts depends on it; :func:`pipelines.beam.runner.local_runner` decides from Beam's
+    own parsing whether the workers are processes, and only then are they forked from it."""
     import argparse
 
     ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     ap.add_argument("--runner")
     ap.add_argument("--direct_running_mode")
     known, _ = ap.parse_known_args(flags)
-    local = known.runner is None or known.runner.rsplit(".", 1)[-1] in (
-        "DirectRunner",
-        "SwitchingDirectRunner",
-    )
+    local = known.runner is None or known.runner.rsplit(".", 1)[-1] in LOCAL
     return local and known.direct_running_mode == "multi_processing"
 
 
