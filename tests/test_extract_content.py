@@ -415,6 +415,49 @@ def test_a_discussion_is_read_from_its_comments():
     assert "Own text" in text and "Post 0" not in text
 
 
+def test_comments_under_an_article_go_though_their_body_is_named_like_an_articles():
+    """A blog (PIXNET) names its comment list ``<div id="comment-text" class="user-post-text">`` inside
+    ``<div id="comment-box">``: comment words win over a post's body name, and a box of comments holding most of the
+    page's text is still dropped when the page's paragraphs are the article's, not its."""
+    assert names.classify_name("user-post-text comment-text") == (True, 0)
+    assert names.classify_discussion("user-post-text comment-text") == (False, 0)
+    assert names.classify_name("entry-content no-share") == (False, 1)  # other boilerplate words still lose
+    replies = "".join(
+        f"<li>#{i} reader{i} 2013/12/28</li><li>{PARA}Reply {i}</li><li>Author replied 2014/01/01</li>"
+        for i in range(12)
+    )
+    page = _page(
+        f'<div class="article-content-inner"><p>{PARA}Body one</p><p>{PARA}Body two</p></div>'
+        f'<div id="comment-box" class="user-post-box"><h3 id="comment-title">Comments (12)</h3>'
+        f'<div id="comment-text" class="user-post-text"><ul>{replies}</ul></div></div>'
+    )
+    text = main_content_text(page)
+    assert "Body one" in text and "Body two" in text
+    assert "Reply" not in text and "reader" not in text, text
+
+
+def test_han_kana_and_hangul_count_as_two_letters_in_length_thresholds():
+    """A line of Chinese says what twice its length in letters says: a 30-character paragraph of a Chinese blog
+    (PIXNET, newspaper4k's Chinese article) is text, not a short line judged by its neighbours, and a page of such
+    paragraphs with comments under it is an article, not a discussion."""
+    lines = [
+        "一波波接續性低溫寒流報到已將新竹尖石鄉後山一帶層層山巒披上嫣紅的彩衣",
+        "玉峰道路一路上雲氣山嵐滯留山頭順路下切蜿蜒道路後不久即抵達來到玉峰國小",
+        "美樹美如其名偌大楓香樹早已呈現金黃泛紅色彩也是愛攝人仕所喜愛造訪之地",
+    ]
+    assert rules.size_of(lines[0]) == 2 * len(lines[0]) and rules.size_of("plain") == 5
+    assert rules.size_of("한국어 문장") == 11 and rules.size_of("ひらがなカタカナ") == 16
+    short = "短い日付の行"  # 6 characters: 12 letters' worth, still short
+    a = analyze(_page("<div class='post'>" + "".join(f"<p>{t}</p>" for t in lines) + f"<p>{short}</p></div>"))
+    why = dict(zip((b.text for b in a.blocks), a.why, strict=True))
+    assert all(why[t] == "" for t in lines), why
+    assert why[short] == "short"
+    posts = "".join(f'<div class="comment"><p>{PARA}Post {i}</p></div>' for i in range(4))
+    blog = _page("<article>" + "".join(f"<p>{t}{t}</p>" for t in lines) + f"</article>{posts}")
+    text = main_content_text(blog)
+    assert lines[0] in text and "Post 0" not in text, text
+
+
 def test_long_prose_may_link_many_of_its_words():
     """A long paragraph whose writer linked half its words is prose; a short one is a menu or a teaser."""
     linked = '<a href="/x">linked words of the paragraph</a> and plain words of it; ' * 4

@@ -13,8 +13,8 @@ from types import ModuleType
 
 from selectolax.lexbor import LexborHTMLParser
 
-from datapipe.extract.blocks import Block, Container
-from datapipe.extract.names import class_and_id, classify_discussion, classify_name
+from datapipe.extract.blocks import Block, Container, size_of
+from datapipe.extract.names import classify_discussion, names_comments
 from datapipe.extract.render import headline, render
 from datapipe.extract.rules import decide
 from datapipe.extract.spaces import drop_invisible, nfc
@@ -48,17 +48,14 @@ def is_discussion(a: Analysis) -> bool:
     """Whether the page is a discussion whose comments are its text (a forum thread, a live ticker): outside the
     parts named for comments it keeps under :data:`DISCUSSION_PROSE` characters of paragraphs, and those parts
     hold :data:`DISCUSSION_CHARS` or more. An article with comments under it keeps its own paragraphs."""
-    prose = sum(
-        b.chars
-        for b, w in zip(a.blocks, a.why, strict=True)
-        if not w and b.kind == "p" and b.chars >= DISCUSSION_PARAGRAPH
-    )
+    sizes = (size_of(b.text) if not w and b.kind == "p" else 0 for b, w in zip(a.blocks, a.why, strict=True))
+    prose = sum(n for n in sizes if n >= DISCUSSION_PARAGRAPH)
     if prose >= DISCUSSION_PROSE:
         return False
     said = 0
     held = [False] * len(a.blocks)
     for c in a.containers:
-        if c.kind != "boiler" or not c.attrs or not _names_comments(c.attrs):
+        if c.kind != "boiler" or not c.attrs or not names_comments(c.attrs):
             continue
         if c.skipped:  # not visited: the walk measured its text
             said += c.chars
@@ -66,11 +63,6 @@ def is_discussion(a: Analysis) -> bool:
             held[c.start : c.end] = [True] * (c.end - c.start)
     said += sum(b.chars for b, h in zip(a.blocks, held, strict=True) if h)
     return said >= DISCUSSION_CHARS
-
-
-def _names_comments(attrs: dict[str, str | None]) -> bool:
-    names = class_and_id(attrs)
-    return bool(names) and classify_name(names)[0] and not classify_discussion(names)[0]
 
 
 def analyze(html: str) -> Analysis:

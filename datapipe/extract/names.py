@@ -289,10 +289,15 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
     if not _HINT.search(names.lower()):
         return False, 0
     boiler = teaser = paid = False
-    for name in names.split():
-        verdict = classify_one(name)
-        if verdict == 1:
-            return False, 1
+    split = names.split()
+    verdicts = [classify_one(name) for name in split]
+    if 1 in verdicts:
+        # a comment's body named like an article's as well (``<div id="comment-text" class="user-post-text">``)
+        # is a comment: comment words win over a root's name, which wins over every other boilerplate word
+        if any(v < 0 and _comments_only(name) for name, v in zip(split, verdicts, strict=True)):
+            return True, 0
+        return False, 1
+    for name, verdict in zip(split, verdicts, strict=True):
         if name in LAYOUT_NAMES:  # ``<div id="main" class="sidebar-right">``: the page's frame, not a part
             return False, 0
         boiler = boiler or verdict < 0
@@ -319,6 +324,12 @@ def _comments_only(name: str) -> bool:
     end = _root_end(toks)
     named = BOILERPLATE_TOKENS.intersection(toks[end:])
     return bool(named) and named <= COMMENT_TOKENS
+
+
+def names_comments(attrs: dict[str, str | None]) -> bool:
+    """Whether a container's class and id name it boilerplate only by comment words (a discussion's posts)."""
+    names = class_and_id(attrs)
+    return bool(names) and classify_name(names)[0] and not classify_discussion(names)[0]
 
 
 def forget_names() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from datapipe.extract.blocks import HEADINGS, Block, Container, choose_root, is_inside
+from datapipe.extract.blocks import HEADINGS, Block, Container, choose_root, is_inside, size_of
 from datapipe.extract.names import (
     ARTICLE_KINDS,
     BOILERPLATE_ROLES,
@@ -22,6 +22,7 @@ from datapipe.extract.names import (
     class_and_id,
     classify_one,
     name_tokens,
+    names_comments,
     trie_pattern,
 )
 
@@ -182,7 +183,9 @@ def _holds_most(c: Container, prose: int, outer_chars: int, outer_prose: int) ->
     headlines beside a short article has more text than the article, in list items and links."""
     if c.chars < KEEP_SHARE * outer_chars:
         return False
-    stated = c.tag in BOILERPLATE_TAGS or bool(c.attrs and c.attrs.get("role") in BOILERPLATE_ROLES)
+    stated = c.tag in BOILERPLATE_TAGS or bool(
+        c.attrs and (c.attrs.get("role") in BOILERPLATE_ROLES or names_comments(c.attrs))
+    )
     return not stated or prose >= KEEP_SHARE * outer_prose
 
 
@@ -306,7 +309,7 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
     state = [
-        BAD if w else GOOD if b.chars >= SHORT_CHARS and b.kind[0] != "h" else SHORT
+        BAD if w else GOOD if size_of(b.text) >= SHORT_CHARS and b.kind[0] != "h" else SHORT
         for b, w in zip(blocks, why, strict=True)
     ]
     if GOOD not in state:  # a page of short blocks only (verse, a list, a table): they are its text
