@@ -48,8 +48,15 @@ def is_discussion(a: Analysis) -> bool:
     """Whether the page is a discussion whose comments are its text (a forum thread, a live ticker): outside the
     parts named for comments it keeps under :data:`DISCUSSION_PROSE` characters of paragraphs, and those parts
     hold :data:`DISCUSSION_CHARS` or more. An article with comments under it keeps its own paragraphs."""
-    sizes = (size_of(b.text) if not w and b.kind == "p" else 0 for b, w in zip(a.blocks, a.why, strict=True))
-    prose = sum(n for n in sizes if n >= DISCUSSION_PARAGRAPH)
+    # in letters (a CJK character counts twice: :func:`size_of`); a paragraph of DISCUSSION_PROSE characters
+    # settles it alone, so its letters need no count
+    prose = sum(
+        n
+        for b, w in zip(a.blocks, a.why, strict=True)
+        if not w and b.kind == "p"
+        for n in (b.chars if b.chars >= DISCUSSION_PROSE else size_of(b.text),)
+        if n >= DISCUSSION_PARAGRAPH
+    )
     if prose >= DISCUSSION_PROSE:
         return False
     said = 0

@@ -309,7 +309,11 @@ def decide(blocks: list[Block], containers: list[Container]) -> list[str]:
     # 5. a short block stays only between kept long ones: the nearest block on each side that is not itself
     # short (jusText's context rule)
     state = [
-        BAD if w else GOOD if size_of(b.text) >= SHORT_CHARS and b.kind[0] != "h" else SHORT
+        BAD
+        if w
+        else GOOD
+        if (b.chars >= SHORT_CHARS or size_of(b.text) >= SHORT_CHARS) and b.kind[0] != "h"
+        else SHORT
         for b, w in zip(blocks, why, strict=True)
     ]
     if GOOD not in state:  # a page of short blocks only (verse, a list, a table): they are its text
