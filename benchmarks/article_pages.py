@@ -89,6 +89,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from http.client import HTTPException
 from pathlib import Path
 from statistics import mean
 
@@ -484,13 +485,19 @@ def _fetch_debian(source: Source, path: Path) -> str:
         try:
             with urllib.request.urlopen(index_url, timeout=60) as response:
                 index = lzma.decompress(response.read()).decode("utf-8", "replace")
-        except (OSError, lzma.LZMAError) as e:
+        except (OSError, EOFError, HTTPException, lzma.LZMAError) as e:
             tried.append(f"{index_url}: {e}")
             continue
         for url, sha256, size in upstream_archives(index, "chromium", root):
             try:
                 files = _chromium_test_pages(url, sha256, size)
-            except (OSError, tarfile.TarError, lzma.LZMAError) as e:
+            except (
+                OSError,
+                EOFError,
+                HTTPException,
+                tarfile.TarError,
+                lzma.LZMAError,
+            ) as e:  # a cut stream too
                 tried.append(f"{url.rsplit('/', 1)[-1]}: {e}")
                 continue
             if not files:
