@@ -489,6 +489,10 @@ def _fetch_debian(source: Source, path: Path) -> str:
             tried.append(f"{index_url}: {e}")
             continue
         for url, sha256, size in upstream_archives(index, "chromium", root):
+            print(
+                f"article pages: streaming {url} ({size / 2**30:.1f} GiB, once) for {source.release}",
+                file=sys.stderr,
+            )
             try:
                 files = _chromium_test_pages(url, sha256, size)
             except (
