@@ -390,12 +390,13 @@ def part_of(site: str) -> str:
 def files_digest(tar: tarfile.TarFile) -> str:
     """sha256 of the archive's files as ``sha256sum`` lists them, sorted by path: what they hold, whatever the
     archive's own bytes (owners, times)."""
-    lines = []
+    digests = {}
     for member in tar.getmembers():
         f = tar.extractfile(member) if member.isfile() else None
         if f is not None:
-            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {member.name}\n")
-    return hashlib.sha256("".join(sorted(lines, key=lambda x: x[66:])).encode()).hexdigest()
+            digests[member.name] = hashlib.sha256(f.read()).hexdigest()
+    listing = "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
+    return hashlib.sha256(listing.encode()).hexdigest()
 
 
 def _digest_ok(path: Path, digest: str) -> bool:

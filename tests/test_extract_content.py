@@ -422,6 +422,10 @@ def test_comments_under_an_article_go_though_their_body_is_named_like_an_article
     assert names.classify_name("user-post-text comment-text") == (True, 0)
     assert names.classify_discussion("user-post-text comment-text") == (False, 0)
     assert names.classify_name("entry-content no-share") == (False, 1)  # other boilerplate words still lose
+    assert names.classify_name("main entry-content") == (
+        False,
+        0,
+    )  # a layout name before it still ends the scan
     replies = "".join(
         f"<li>#{i} reader{i} 2013/12/28</li><li>{PARA}Reply {i}</li><li>Author replied 2014/01/01</li>"
         for i in range(12)

@@ -48,15 +48,7 @@ def is_discussion(a: Analysis) -> bool:
     """Whether the page is a discussion whose comments are its text (a forum thread, a live ticker): outside the
     parts named for comments it keeps under :data:`DISCUSSION_PROSE` characters of paragraphs, and those parts
     hold :data:`DISCUSSION_CHARS` or more. An article with comments under it keeps its own paragraphs."""
-    # in letters (a CJK character counts twice: :func:`size_of`); a paragraph of DISCUSSION_PROSE characters
-    # settles it alone, so its letters need no count
-    prose = sum(
-        n
-        for b, w in zip(a.blocks, a.why, strict=True)
-        if not w and b.kind == "p"
-        for n in (b.chars if b.chars >= DISCUSSION_PROSE else size_of(b.text),)
-        if n >= DISCUSSION_PARAGRAPH
-    )
+    prose = sum(_letters(b) for b, w in zip(a.blocks, a.why, strict=True) if not w and b.kind == "p")
     if prose >= DISCUSSION_PROSE:
         return False
     said = 0
@@ -70,6 +62,13 @@ def is_discussion(a: Analysis) -> bool:
             held[c.start : c.end] = [True] * (c.end - c.start)
     said += sum(b.chars for b, h in zip(a.blocks, held, strict=True) if h)
     return said >= DISCUSSION_CHARS
+
+
+def _letters(b: Block) -> int:
+    """A paragraph's length in letters (a CJK character counts twice: :func:`size_of`) when it is prose, else 0; one
+    of :data:`DISCUSSION_PROSE` characters settles the test alone, so its letters need no count."""
+    n = b.chars if b.chars >= DISCUSSION_PROSE else size_of(b.text)
+    return n if n >= DISCUSSION_PARAGRAPH else 0
 
 
 def analyze(html: str) -> Analysis:

@@ -290,14 +290,14 @@ def _classify_value(key: bytes) -> tuple[bool, int]:
         return False, 0
     boiler = teaser = paid = False
     split = names.split()
-    verdicts = [classify_one(name) for name in split]
-    if 1 in verdicts:
-        # a comment's body named like an article's as well (``<div id="comment-text" class="user-post-text">``)
-        # is a comment: comment words win over a root's name, which wins over every other boilerplate word
-        if any(v < 0 and _comments_only(name) for name, v in zip(split, verdicts, strict=True)):
-            return True, 0
-        return False, 1
-    for name, verdict in zip(split, verdicts, strict=True):
+    for name in split:
+        verdict = classify_one(name)
+        if verdict == 1:
+            # a comment's body named like an article's as well (``<div id="comment-text" class="user-post-text">``)
+            # is a comment: comment words win over a root's name, which wins over every other boilerplate word
+            if any(classify_one(other) < 0 and _comments_only(other) for other in split):
+                return True, 0
+            return False, 1
         if name in LAYOUT_NAMES:  # ``<div id="main" class="sidebar-right">``: the page's frame, not a part
             return False, 0
         boiler = boiler or verdict < 0
