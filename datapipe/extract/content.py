@@ -30,7 +30,9 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    layout or state (``has-sidebar``, ``no-share``, a BEM ``--modifier``) names no part. A container that holds
    most of the page's or of the article's text, or holds the article or the body the page names, is never
    dropped by name; one that says by its tag or role what it is (an ``<aside>``, ``role=complementary``) must
-   hold most of the paragraphs too (a live ticker beside a short article holds more text, in list items). A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
+   hold most of the paragraphs too (a live ticker beside a short article holds more text, in list items), and so
+   must one named for comments (an article's long thread of replies). Comment words win over a name of the
+   article's body in the same ``class`` and ``id`` (PIXNET's ``id="comment-text" class="user-post-text"``). A part named a ``teaser`` goes when a heading in it is a link (a card leading to another
    page); some sites name the article's own lead so, and it links nowhere. An ``<article>`` is dropped by name
    only when the name says what it is (a comment, a teaser card: :data:`ARTICLE_KINDS`), not when it says who
    wrote it (Drupal's ``author-sarayut``). A part named for a paywall (``paywall``, ``subscriber``, ``premium``:
@@ -56,7 +58,8 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    download our app, our newsletter, follow us on, apóyanos, abonnez-vous, ...: :data:`APPEALS`; ``appeal``), or
    an advertisement's label alone on a line (``Advertisement:``, ``Anzeige``).
 5. **Context**: a short block (a date, a byline, "Share:") stays only between two kept blocks of real text, as
-   jusText decides; a heading stays only when kept text follows it.
+   jusText decides; a heading stays only when kept text follows it. Length here is in letters of an alphabet: a
+   Han, kana or Hangul character counts :data:`WIDE_WEIGHT` (:func:`size_of`), so a line of Chinese prose is text.
 6. **The end of the article**: in the last half of the kept text, a section title that announces other pages of
    the site (``Related articles``, ``Das könnte Sie auch interessieren``, ``Les plus lus``: :data:`TAIL_TITLES`)
    ends it, as boilerpipe's terminating blocks do; when it titles a box of links or list items after which the
@@ -105,10 +108,12 @@ from datapipe.extract.blocks import (
     ROOT_SHARE,
     ROOT_SIBLING,
     SIBLING_LINKS,
+    WIDE_WEIGHT,
     Block,
     Container,
     choose_root,
     make_block,
+    size_of,
 )
 from datapipe.extract.names import (
     ARTICLE_KINDS,
@@ -184,6 +189,8 @@ from datapipe.extract.walk import (
 )
 
 __all__ = [
+    "WIDE_WEIGHT",
+    "size_of",
     "BOILERPLATE_GROUPS",
     "BOILERPLATE_TOKENS",
     "TEASER_TOKENS",
