@@ -881,3 +881,73 @@ def test_stage_states_why_a_huge_or_slow_page_went(tmp_path):
         "https://a.example/1",
         "https://a.example/4",
     ]
+
+
+# every character Python counts as whitespace (str.split, str.strip), and some it does not that look like it
+_PY_SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+_NOT_SPACES = [
+    "\u200b",
+    "\u180e",
+    "\u2060",
+    "\ufeff",
+    "\u2030",
+    "\u205e",
+    "\u3001",
+    "|",
+    "x",
+    "é",
+    "中",
+    "😀",
+]
+
+
+def test_compiled_text_count_is_selectolax_text_stripped():
+    """The walk counts a subtree's text (the page's, a part's share of it) without making it: the count is
+    ``len(node.text(deep=True).strip())`` on every element of the fixture pages and with every kind of whitespace
+    at the edges of, and spanning, text nodes."""
+    import random
+
+    from selectolax.lexbor import LexborHTMLParser
+
+    treewalk, _ = walk.compiled()
+    for payload in PAGES.values():
+        tree = LexborHTMLParser(decode_html(payload, "utf-8"))
+        assert tree.body is not None
+        for node in [tree.body, *tree.body.iter()]:
+            assert treewalk.text_chars(node.mem_id) == len(node.text(deep=True).strip())
+    rng = random.Random(7)
+    for _ in range(2000):
+        texts = [
+            "".join(rng.choices(_PY_SPACES + _NOT_SPACES, k=rng.randint(0, 4)))
+            for _ in range(rng.randint(1, 5))
+        ]
+        tree = LexborHTMLParser("<body>" + "".join(f"<b>{t}</b><i></i>{t}" for t in texts) + "</body>")
+        assert tree.body is not None
+        assert treewalk.text_chars(tree.body.mem_id) == len(tree.body.text(deep=True).strip()), texts
+
+
+def test_compiled_gathering_makes_the_blocks_make_block_makes():
+    """The walk gathers a block's text in C (whitespace collapsed, ``<br>`` as a line break) and makes it what
+    :func:`make_block` makes of the text nodes joined, as the walk in Python did: a whitespace-only text starts
+    no block, and a link counts the characters of its text less its outer whitespace."""
+    import random
+
+    treewalk, _ = walk.compiled()
+    rng = random.Random(11)
+    alphabet = _PY_SPACES + _NOT_SPACES + [" | ", "ab", "  "]
+    for _ in range(5000):
+        parts = [
+            None if rng.random() < 0.2 else "".join(rng.choices(alphabet, k=rng.randint(0, 5)))
+            for _ in range(rng.randint(1, 6))
+        ]
+        kind = rng.choice(["p", "li", "tr", "h2"])
+        joined: list[str] = []
+        chars = 0
+        for part in parts:
+            if part is None:
+                joined.append("\x00")
+            elif part and (joined or not part.isspace()):
+                joined.append(part)
+                chars += len(part.strip())
+        block = content.make_block(kind, "".join(joined), 0) if joined else None
+        assert treewalk.block_text(parts, kind) == (block.text if block else None, chars), (parts, kind)

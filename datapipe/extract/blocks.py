@@ -81,7 +81,8 @@ class Container:
 def make_block(kind: str, raw: str, link_chars: int) -> Block | None:
     """A block from the text the walk gathered between two block boundaries (None when it holds no text):
     whitespace runs become one space (lines kept in preformatted text), ``<br>`` breaks the line, a row's cells
-    lose their outer separators."""
+    lose their outer separators. The compiled walk calls it for preformatted text only and makes the rest's text
+    as it gathers it (``treewalk.gather_text``); this function says what that must be, and a test holds it to it."""
     raw = raw.strip()
     if not raw:
         return None

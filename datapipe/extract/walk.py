@@ -142,6 +142,7 @@ class WalkRules:
     roles: frozenset[str]
     classify: Callable[[str], tuple[bool, int]]
     make_block: Callable[[str, str, int], Block | None]
+    block: type[Block]
     container: type[Container]
     hidden_style: Callable[[str], object]
     skip_share: float = SKIP_SHARE
@@ -191,6 +192,7 @@ def compiled() -> tuple[ModuleType, WalkRules]:
         BOILERPLATE_ROLES,
         classify_name,
         make_block,
+        Block,
         Container,
         _HIDDEN_STYLE.search,
     )
