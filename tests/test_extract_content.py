@@ -951,3 +951,37 @@ def test_compiled_gathering_makes_the_blocks_make_block_makes():
                 chars += len(part.strip())
         block = content.make_block(kind, "".join(joined), 0) if joined else None
         assert treewalk.block_text(parts, kind) == (block.text if block else None, chars), (parts, kind)
+
+
+def test_declarative_shadow_roots_are_read_where_they_render():
+    """A page saved from a browser keeps a web component's text in its declarative shadow root (Chrome's
+    ``getHTML({serializableShadowRoots: true})``, SingleFile): ``<template shadowrootmode="open">`` as the host's
+    first child, the host's own children rendered in its ``<slot>``. lexbor puts a template's children in its
+    content, out of the tree (selectolax's ``text()`` and resiliparse see none of it); the walk reads a shadow
+    root in place, nested ones too, and still judges what is named inside it. An inert ``<template>`` is never
+    rendered, so never read."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    lead, body, aside, inert = (f"{w}: {PARA.strip()}" for w in ("Lead", "Body", "Aside", "Inert"))
+    html = _page(
+        "<site-header><template shadowrootmode=open><nav class=menu><a href=/>Home</a> <a href=/a>About</a></nav>"
+        "</template></site-header>"
+        '<news-article><template shadowrootmode="open" shadowrootserializable="">'
+        f"<style>:host {{ display: block }}</style><article><h1>The headline</h1><p>{lead}</p>"
+        f"<article-body><template shadowroot=open><p>{body}</p><slot></slot></template>"
+        "<p>Light text in the slot, a sentence long enough to be kept on its own as the article's text.</p>"
+        f"</article-body><aside class=related><p>{aside}</p></aside></article></template></news-article>"
+        f"<template id=row><p>{inert}</p></template>"
+    )
+    a = analyze(html)
+    text = a.text()
+    assert a.title == "The headline"
+    assert lead in text and body in text and "Light text in the slot" in text
+    assert text.index(lead) < text.index(body) < text.index("Light text in the slot")
+    assert aside not in text and "About" not in text and inert not in text
+    assert "Inert" not in " ".join(b.text for b in a.blocks)
+    treewalk, _ = walk.compiled()
+    tree = LexborHTMLParser(html)
+    assert tree.body is not None and body not in tree.body.text(deep=True)
+    shown = sum(len(t) for t in (lead, body, aside, "The headline", "Home", "About"))
+    assert treewalk.text_chars(tree.body.mem_id) > shown > len(tree.body.text(deep=True).strip())

@@ -19,6 +19,9 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    credits; a figure's own content, such as a table, is read), ruby annotations and hidden elements (``hidden``,
    ``aria-hidden``, ``display:none``; inline ones too, such as CNN's hidden gallery captions) are not visited; a
    form holding :data:`WRAPPER_SHARE` of the page's text or more is visited (ASP.NET pages wrap the page in one).
+   A declarative shadow root (``<template shadowrootmode>``, where a page saved from a browser keeps a web
+   component's text) is read in place, as a browser renders it; lexbor keeps it out of the tree, so that
+   selectolax's ``text()`` and resiliparse miss it. An inert template is never read.
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
    (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie,
    newsletter and donation boxes, ads, author boxes, captions and credits, tag lists, pagination, ...; the words

@@ -42,12 +42,14 @@ cdef extern from "lexbor/core/hash.h":
 cdef extern from "lexbor/dom/interfaces/node.h":
     ctypedef struct lxb_dom_node_t:
         uintptr_t local_name
+        uintptr_t ns
         lxb_dom_node_t *next
         lxb_dom_node_t *parent
         lxb_dom_node_t *first_child
         int type
     int LXB_DOM_NODE_TYPE_ELEMENT
     int LXB_DOM_NODE_TYPE_TEXT
+    int LXB_DOM_NODE_TYPE_DOCUMENT_FRAGMENT
 
 cdef extern from "lexbor/dom/interfaces/character_data.h":
     ctypedef struct lxb_dom_character_data_t:
@@ -69,8 +71,21 @@ cdef extern from "lexbor/dom/interfaces/element.h":
     ctypedef struct lxb_dom_element_t:
         lxb_dom_attr_t *first_attr
 
+cdef extern from "lexbor/dom/interfaces/document_fragment.h":
+    ctypedef struct lxb_dom_document_fragment_t:
+        lxb_dom_node_t node
+        lxb_dom_element_t *host
+
+cdef extern from "lexbor/html/interfaces/template_element.h":
+    ctypedef struct lxb_html_template_element_t:
+        lxb_dom_document_fragment_t *content
+
+cdef extern from "lexbor/ns/const.h":
+    uintptr_t LXB_NS_HTML
+
 cdef extern from "lexbor/tag/const.h":
     uintptr_t LXB_TAG__LAST_ENTRY
+    uintptr_t LXB_TAG_TEMPLATE
 
 BUILT_FOR = DATAPIPE_SELECTOLAX.decode()
 TAGS = LXB_TAG__LAST_ENTRY
@@ -118,25 +133,60 @@ cdef int buf_add(Buf *b, const unsigned char *data, size_t n) except -1:
     return 0
 
 
+cdef inline lxb_dom_node_t *shadow_root(lxb_dom_node_t *node) noexcept:
+    """The content of a declarative shadow root (``<template shadowrootmode=open>``, or the older ``shadowroot``),
+    NULL for any other node. A browser renders it in place of its host's children (those in its ``<slot>``s), and a
+    page saved from a browser (SingleFile, ``getHTML({serializableShadowRoots})``) keeps a web component's text
+    there; lexbor, as the HTML standard's parser does for a plain template, puts it in the template's content, out
+    of the tree, so that selectolax's ``text()`` and resiliparse never see it. An inert template (no such
+    attribute) is never rendered: NULL."""
+    cdef lxb_dom_attr_t *attr
+    cdef lxb_dom_document_fragment_t *content
+    if node.local_name != LXB_TAG_TEMPLATE or node.type != LXB_DOM_NODE_TYPE_ELEMENT or node.ns != LXB_NS_HTML:
+        return NULL
+    attr = (<lxb_dom_element_t *> node).first_attr
+    while attr != NULL:
+        if attr_is(attr, "shadowrootmode", 14) or attr_is(attr, "shadowroot", 10):
+            content = (<lxb_html_template_element_t *> node).content
+            return <lxb_dom_node_t *> content if content != NULL and content.host != NULL else NULL
+        attr = attr.next
+    return NULL
+
+
+cdef inline lxb_dom_node_t *first_inside(lxb_dom_node_t *node) noexcept:
+    """The first child of ``node`` as rendered: a declarative shadow root's content is its template's."""
+    cdef lxb_dom_node_t *content
+    if node.local_name == LXB_TAG_TEMPLATE:
+        content = shadow_root(node)
+        return content.first_child if content != NULL else NULL
+    return node.first_child
+
+
 cdef inline lxb_dom_node_t *following(lxb_dom_node_t *node, lxb_dom_node_t *top) noexcept:
-    """The node after ``node`` in document order within ``top``'s subtree, its children skipped (NULL at the end).
-    Iterative, as lexbor's own walks: a page nested 100,000 deep must not overflow the C stack."""
+    """The node after ``node`` in document order within ``top``'s subtree, its children skipped (NULL at the end);
+    a shadow root's last node is followed by what follows its template (the content's host). Iterative, as
+    lexbor's own walks: a page nested 100,000 deep must not overflow the C stack."""
     while node != top and node.next == NULL:
-        node = node.parent
+        if node.parent != NULL:
+            node = node.parent
+        elif node.type == LXB_DOM_NODE_TYPE_DOCUMENT_FRAGMENT:
+            node = <lxb_dom_node_t *> (<lxb_dom_document_fragment_t *> node).host
+        else:
+            return NULL
     return NULL if node == top else node.next
 
 
 cdef int gather(lxb_dom_node_t *top, Buf *b) except -1:
     """The text of every text node under ``top``, in order (selectolax's ``node.text(deep=True)``)."""
-    cdef lxb_dom_node_t *node = top.first_child
+    cdef lxb_dom_node_t *node = first_inside(top)
     cdef lxb_dom_character_data_t *t
     while node != NULL:
         if node.type == LXB_DOM_NODE_TYPE_TEXT:
             t = <lxb_dom_character_data_t *> node
             if t.data.data != NULL:
                 buf_add(b, t.data.data, t.data.length)
-        if node.first_child != NULL:
-            node = node.first_child
+        if first_inside(node) != NULL:
+            node = first_inside(node)
         else:
             node = following(node, top)
     return 0
@@ -211,7 +261,7 @@ cdef inline Py_ssize_t utf8_chars(const unsigned char *s, size_t n) noexcept:
 cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
     """``len(node.text(deep=True).strip())`` without making the text: its characters counted in UTF-8, less the
     whitespace before the first other character and after the last (either may span several text nodes)."""
-    cdef lxb_dom_node_t *node = top.first_child
+    cdef lxb_dom_node_t *node = first_inside(top)
     cdef lxb_dom_character_data_t *t
     cdef const unsigned char *s
     cdef size_t n, i, w
@@ -240,8 +290,8 @@ cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
                         n -= w
                         w = space_before(s, n)
                     trail = trail + k if n == 0 else k
-        if node.first_child != NULL:
-            node = node.first_child
+        if first_inside(node) != NULL:
+            node = first_inside(node)
         else:
             node = following(node, top)
     return total - lead - trail if started else 0
@@ -408,14 +458,14 @@ cdef bint holds_root(lxb_dom_node_t *top, const unsigned char *flags, size_t nta
     """Whether ``top`` or an element under it is an article, a main, ``itemprop=articleBody`` or ``role=main``
     (selectolax's ``node.css_first("article, main, [itemprop=articleBody], [role=main]")``, which matches the
     node itself too)."""
-    cdef lxb_dom_node_t *node = top.first_child
+    cdef lxb_dom_node_t *node = first_inside(top)
     if is_root(top, flags, ntags):
         return True
     while node != NULL:
         if is_root(node, flags, ntags):
             return True
-        if node.first_child != NULL:
-            node = node.first_child
+        if first_inside(node) != NULL:
+            node = first_inside(node)
         else:
             node = following(node, top)
     return False
@@ -534,7 +584,7 @@ cdef class Walk:
         cdef Open *grown
         cdef Py_ssize_t size = 0, cap = 0
         cdef list closing = []  # per open structural element: what closing it needs (see open_element)
-        cdef lxb_dom_node_t *child = top.first_child
+        cdef lxb_dom_node_t *child = first_inside(top)
         cdef lxb_dom_node_t *parent
         cdef lxb_dom_character_data_t *t
         cdef unsigned char what, mode
@@ -579,6 +629,8 @@ cdef class Walk:
                         child = child.next
                         continue
                     mode = STRUCTURAL
+                elif tid == LXB_TAG_TEMPLATE and shadow_root(child) != NULL:
+                    mode = INLINE  # a shadow root: read in place, as its host's children are
                 else:
                     if what == BREAK:
                         gather_break(&self.text)
@@ -593,7 +645,7 @@ cdef class Walk:
                 stack[size].node = child
                 stack[size].mode = mode
                 size += 1
-                child = child.first_child
+                child = first_inside(child)
         finally:
             free(stack)
 
