@@ -985,3 +985,35 @@ def test_declarative_shadow_roots_are_read_where_they_render():
     assert tree.body is not None and body not in tree.body.text(deep=True)
     shown = sum(len(t) for t in (lead, body, aside, "The headline", "Home", "About"))
     assert treewalk.text_chars(tree.body.mem_id) > shown > len(tree.body.text(deep=True).strip())
+
+
+def test_the_page_behind_an_open_dialog_is_read():
+    """``aria-hidden`` hides nothing on the screen. A dialog library (MUI's modal, react-modal, a11y-dialog) sets
+    it on the page's root while a dialog is open, so a page saved from a browser with a consent or newsletter
+    dialog open holds its whole article under ``aria-hidden="true"``: an element so marked that holds the article
+    and most of the page's text is read. An icon, a duplicate slide or a closed menu so marked is not (a
+    hamburger menu holding half the page's text, as Dotdash Meredith's sites have it, holds no article)."""
+    menu = "".join(f"<li><a href=/s{i}>Section number {i} of the site's menu</a></li>" for i in range(12))
+    article = (
+        f"<main><article><h1>The headline</h1><p>First: {PARA}</p>"
+        f"<p>Second: {PARA}<span aria-hidden=true>(decorative duplicate)</span></p></article></main>"
+    )
+    dialog = (
+        '<div role="presentation" class="MuiModal-root"><div role="dialog" aria-modal="true">'
+        "<p>We use cookies to improve your experience. Accept all cookies?</p><button>Accept</button></div></div>"
+    )
+    for root in (
+        '<div id="__next" aria-hidden="true">{}</div>',
+        '<app-root aria-hidden="true">{}</app-root>',
+    ):
+        a = analyze(_page(root.format(f"<header><ul class=nav>{menu}</ul></header>{article}") + dialog))
+        text = a.text()
+        assert a.title == "The headline" and "First: " in text and "Second: " in text, root
+        assert "decorative duplicate" not in text and "cookies" not in text and "Section number" not in text
+    # a closed menu marked so, with as much text as the article but no article in it, stays unread
+    long_menu = "".join(f"<li><a href=/s{i}>{PARA[:60]} {i}</a></li>" for i in range(12))
+    a = analyze(
+        _page(f'<div class="partial modal hamburger" aria-hidden="true"><ul>{long_menu}</ul></div>{article}')
+    )
+    assert not any(b.text.startswith(PARA[:60]) for b in a.blocks)
+    assert "First: " in a.text()

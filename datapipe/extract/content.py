@@ -22,6 +22,10 @@ hold which blocks. Then each block is kept or dropped (:func:`decide`, a pure fu
    A declarative shadow root (``<template shadowrootmode>``, where a page saved from a browser keeps a web
    component's text) is read in place, as a browser renders it; lexbor keeps it out of the tree, so that
    selectolax's ``text()`` and resiliparse miss it. An inert template is never read.
+   ``aria-hidden`` hides nothing on the screen: an element so marked is not visited unless it is the page
+   behind an open dialog (it holds the article and :data:`WRAPPER_SHARE` of the page's text; dialog libraries
+   mark the page's root so while a consent or newsletter dialog is open, and a page saved from a browser keeps
+   that state).
 2. **Boilerplate by name**: an element whose ``class`` or ``id`` names a page part that is never the article
    (navigation, menus, breadcrumbs, share and social bars, related and recommended teasers, comments, cookie,
    newsletter and donation boxes, ads, author boxes, captions and credits, tag lists, pagination, ...; the words

@@ -97,6 +97,12 @@ cdef enum:
     LINK = 3
     BREAK = 4
     SKIP = 5
+# how an attribute hides its element (Walk.hides)
+cdef enum:
+    HIDDEN = 1  # from everyone: never read
+    UNSEEN = 2  # from assistive technology only (aria-hidden): read when it is the page behind a dialog
+
+
 # flags of a structural tag
 cdef enum:
     F_BLOCK = 1  # starts and ends a block
@@ -554,26 +560,46 @@ cdef class Walk:
             self.link_chars = 0
         return 0
 
-    cdef bint hides(self, lxb_dom_attr_t *attr) except -1:
-        """Whether the attribute hides its element: ``hidden``, ``aria-hidden="true"``, or a style with
-        ``display:none`` or ``visibility:hidden`` (the regular expression only where a substring test found a
-        candidate)."""
+    cdef int hides(self, lxb_dom_attr_t *attr) except -1:
+        """Whether the attribute hides its element: HIDDEN for ``hidden`` or a style with ``display:none`` or
+        ``visibility:hidden`` (the regular expression only where a substring test found a candidate), UNSEEN for
+        ``aria-hidden="true"`` (see :meth:`behind_dialog`), else 0."""
         cdef object style
         if attr.node.local_name == LXB_DOM_ATTR_STYLE:
             style = value_of(attr)
-            return bool(style and ("none" in style or "hidden" in style) and self.hidden_style(style))
-        return attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY and (
-            attr_is(attr, "hidden", 6) or (attr_is(attr, "aria-hidden", 11) and value_is(attr, "true", 4))
+            return HIDDEN if style and ("none" in style or "hidden" in style) and self.hidden_style(style) else 0
+        if attr.node.local_name <= LXB_DOM_ATTR__LAST_ENTRY:
+            return 0
+        if attr_is(attr, "hidden", 6):
+            return HIDDEN
+        return UNSEEN if attr_is(attr, "aria-hidden", 11) and value_is(attr, "true", 4) else 0
+
+    cdef bint behind_dialog(self, lxb_dom_node_t *node) except -1:
+        """Whether an element hidden from assistive technology only (``aria-hidden``, which hides nothing on the
+        screen) is the page behind an open dialog: it holds the article (an ``<article>``, a ``<main>``,
+        ``itemprop=articleBody`` or ``role=main``) and :data:`wrapper_share` of the page's text or more. Dialog
+        libraries (MUI's modal, react-modal, a11y-dialog) set ``aria-hidden="true"`` on the page's root while a
+        dialog (a cookie banner, a newsletter prompt) is open, so a page saved from a browser in that state holds
+        its whole article there. An icon, a duplicate carousel slide or a closed menu so marked (a hamburger menu
+        with half a page's text, a consent banner) holds no article and stays unread."""
+        return (
+            self.page_chars > 0
+            and self.text_chars(node) >= self.wrapper_share * self.page_chars
+            and holds_root(node, self.flags_c, self.ntags)
         )
 
     cdef bint hidden(self, lxb_dom_node_t *node) except -1:
-        """Whether an attribute of the element hides it."""
+        """Whether an attribute of the element hides it (``aria-hidden`` unless :meth:`behind_dialog`)."""
         cdef lxb_dom_attr_t *attr = (<lxb_dom_element_t *> node).first_attr
+        cdef bint unseen = False
+        cdef int how
         while attr != NULL:
-            if self.hides(attr):
+            how = self.hides(attr)
+            if how == HIDDEN:
                 return True
+            unseen = unseen or how == UNSEEN
             attr = attr.next
-        return False
+        return unseen and not self.behind_dialog(node)
 
     cdef int walk(self, lxb_dom_node_t *top) except -1:
         """Every node under ``top`` in document order, iteratively: an explicit stack of the open inline, link and
@@ -659,7 +685,8 @@ cdef class Walk:
         cdef lxb_dom_attr_t *role = NULL
         cdef bint boiler = False
         cdef bint body = False
-        cdef int tier = 0
+        cdef bint unseen = False
+        cdef int tier = 0, how
         cdef unsigned char flags = self.flags_c[tid]
         cdef str tag = self.names[tid]
         cdef object kind, opened = None, verdict, role_value = None, attrs = None
@@ -671,14 +698,19 @@ cdef class Walk:
                 cls = attr
             elif attr.node.local_name == LXB_DOM_ATTR_ID:
                 ident = attr
-            elif self.hides(attr):
-                return False
-            elif attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
-                if attr_is(attr, "role", 4):
-                    role = attr
-                elif attr_is(attr, "itemprop", 8) and value_is(attr, "articleBody", 11):
-                    body = True
+            else:
+                how = self.hides(attr)
+                if how == HIDDEN:
+                    return False
+                unseen = unseen or how == UNSEEN
+                if not how and attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
+                    if attr_is(attr, "role", 4):
+                        role = attr
+                    elif attr_is(attr, "itemprop", 8) and value_is(attr, "articleBody", 11):
+                        body = True
             attr = attr.next
+        if unseen and not self.behind_dialog(node):
+            return False
         if cls != NULL or ident != NULL or role != NULL:
             attrs = {}
             if cls != NULL:
