@@ -183,23 +183,24 @@ cdef inline lxb_dom_node_t *following(lxb_dom_node_t *node, lxb_dom_node_t *top)
 
 
 cdef int gather(lxb_dom_node_t *top, Buf *b) except -1:
-    """The text of every text node under ``top``, in order (selectolax's ``node.text(deep=True)``)."""
+    """The text of every text node under ``top``, in order: selectolax's ``node.text(deep=True)``, and the text of
+    the declarative shadow roots under it where they render (:func:`shadow_root`)."""
     cdef lxb_dom_node_t *node = first_inside(top)
+    cdef lxb_dom_node_t *inner
     cdef lxb_dom_character_data_t *t
     while node != NULL:
         if node.type == LXB_DOM_NODE_TYPE_TEXT:
             t = <lxb_dom_character_data_t *> node
             if t.data.data != NULL:
                 buf_add(b, t.data.data, t.data.length)
-        if first_inside(node) != NULL:
-            node = first_inside(node)
-        else:
-            node = following(node, top)
+        inner = first_inside(node)
+        node = inner if inner != NULL else following(node, top)
     return 0
 
 
 cpdef str deep_text(uintptr_t address):
-    """All text under the node at ``address`` (a ``LexborNode.mem_id``), as ``node.text(deep=True)``."""
+    """All text under the node at ``address`` (a ``LexborNode.mem_id``), as ``node.text(deep=True)`` and the
+    text of the declarative shadow roots under it (:func:`gather`)."""
     return _deep_text(<lxb_dom_node_t *> address)
 
 
@@ -265,9 +266,11 @@ cdef inline Py_ssize_t utf8_chars(const unsigned char *s, size_t n) noexcept:
 
 
 cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
-    """``len(node.text(deep=True).strip())`` without making the text: its characters counted in UTF-8, less the
-    whitespace before the first other character and after the last (either may span several text nodes)."""
+    """``len(node.text(deep=True).strip())`` without making the text (with the text of declarative shadow roots,
+    as :func:`gather`): its characters counted in UTF-8, less the whitespace before the first other character and
+    after the last (either may span several text nodes)."""
     cdef lxb_dom_node_t *node = first_inside(top)
+    cdef lxb_dom_node_t *inner
     cdef lxb_dom_character_data_t *t
     cdef const unsigned char *s
     cdef size_t n, i, w
@@ -296,22 +299,20 @@ cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
                         n -= w
                         w = space_before(s, n)
                     trail = trail + k if n == 0 else k
-        if first_inside(node) != NULL:
-            node = first_inside(node)
-        else:
-            node = following(node, top)
+        inner = first_inside(node)
+        node = inner if inner != NULL else following(node, top)
     return total - lead - trail if started else 0
 
 
 cpdef Py_ssize_t text_chars(uintptr_t address):
     """Characters of all text under the node at ``address``, outer whitespace not counted (as
-    ``len(node.text(deep=True).strip())``)."""
+    ``len(deep_text(address).strip())``)."""
     return count_text(<lxb_dom_node_t *> address)
 
 
 cdef struct Gathered:  # a block's text as the walk gathers it (see gather_text)
     Buf buf
-    bint parts  # something was gathered: a text with other than whitespace, a <br>, a cell's separator, or any text after those
+    bint parts  # something was gathered: a text not all whitespace, a <br>, a cell's separator, and any text after
     bint space  # whitespace was read since the last character kept
     bint raw  # preformatted: kept as it is, a <br> as NUL (blocks.make_block reads it)
     int newlines  # line breaks that end ``buf``
@@ -333,8 +334,8 @@ cdef Py_ssize_t gather_text(Gathered *g, const unsigned char *s, size_t n) excep
     A text of only whitespace before anything was gathered is not (it starts no block). Outside preformatted text,
     whitespace runs become one space and none is kept at the start or after a line break, so that ``buf`` is
     already what :func:`datapipe.extract.blocks.make_block` makes of the joined parts (checked by
-    :func:`block_text`'s test against it): making each part a ``str`` to join, split and join again was a fifth of
-    a page's time."""
+    :func:`block_text`'s test against it): making each part a ``str`` to join, split and join again was about a
+    tenth of a page's time."""
     cdef size_t lead = skip_spaces(s, n), end = n, i, j, w
     if lead == n and not g.parts:
         return 0
@@ -465,15 +466,14 @@ cdef bint holds_root(lxb_dom_node_t *top, const unsigned char *flags, size_t nta
     (selectolax's ``node.css_first("article, main, [itemprop=articleBody], [role=main]")``, which matches the
     node itself too)."""
     cdef lxb_dom_node_t *node = first_inside(top)
+    cdef lxb_dom_node_t *inner
     if is_root(top, flags, ntags):
         return True
     while node != NULL:
         if is_root(node, flags, ntags):
             return True
-        if first_inside(node) != NULL:
-            node = first_inside(node)
-        else:
-            node = following(node, top)
+        inner = first_inside(node)
+        node = inner if inner != NULL else following(node, top)
     return False
 
 
