@@ -5,6 +5,12 @@ Each row of the table is a ``ParDo`` over its items (the shards, the partition n
 shards, or one), emitted once every task of the row before has finished; Beam's shuffle moves task numbers only,
 and every process holds one partition (or one shard's keys) at a time. The data pass through the phase's scratch
 folder (``<stage>/_spill/``), which is removed once the phase has committed.
+
+A row with no items (``earlier`` without ``dedup.against``) is left out, and consecutive rows of one task each (a
+phase over few shards has one partition: buckets, verify, components, removals and commit) run as one task, the
+rows in order: on the DirectRunner each row's barrier (a count, a reshuffle, a bundle) cost 0.05-0.1 s, the empty
+row's 0.35 s, more than such a task's work on the e2e build's 2,841 documents (docs/benchmarks.md). Every task
+still runs after every task of the row before it, so what is written is the same.
 """
 
 from __future__ import annotations
@@ -34,6 +40,39 @@ class RunTask(beam.DoFn):
         yield None
 
 
+class RunRows(beam.DoFn):
+    """Consecutive rows of one task each, as one task: each row's function on its one item, in the table's order."""
+
+    def __init__(
+        self, stage: TwoPhaseStage, spill: Spill, rows: list[tuple[Callable[..., Any], Any]]
+    ) -> None:
+        self.stage, self.spill, self.rows = stage, spill, rows
+
+    def process(self, _):
+        for fn, item in self.rows:
+            fn(self.stage, self.spill, item)
+        yield None
+
+
+Row = tuple[str, Callable[..., Any], str]
+
+
+def task_groups(tasks: tuple[Row, ...], items: dict[str, list[Any]]) -> list[list[Row]]:
+    """The table's rows as the transform runs them: rows without items left out (the first, over the shards, is
+    always run), consecutive rows of one item each together."""
+    groups: list[list[Row]] = []
+    for row in tasks:
+        over = row[2]
+        if over != "shards" and not items[over]:
+            continue
+        single = over != "shards" and len(items[over]) == 1
+        if single and groups and all(r[2] != "shards" and len(items[r[2]]) == 1 for r in groups[-1]):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
 class TaskTable(beam.PTransform):
     """The phase on a PCollection of the stage's shards; the output holds one element once ``_GLOBAL_SUCCESS`` is
     written."""
@@ -52,7 +91,13 @@ class TaskTable(beam.PTransform):
         }
         done = None
         assert self.tasks[0][2] == "shards", "a phase starts from the stage's shards"
-        for name, fn, over in self.tasks:
+        for group in task_groups(self.tasks, items):
+            name, fn, over = group[0]
+            if len(group) > 1:
+                name = "+".join(row[0] for row in group)
+                step: beam.DoFn = RunRows(self.stage, spill, [(row[1], items[row[2]][0]) for row in group])
+            else:
+                step = RunTask(self.stage, spill, fn)
             if done is None:
                 todo = shards
             else:
@@ -61,9 +106,5 @@ class TaskTable(beam.PTransform):
                     | f"{name}/After" >> beam.combiners.Count.Globally()
                     | f"{name}/Items" >> beam.FlatMap(lambda _, it=items[over]: it)
                 )
-            done = (
-                todo
-                | f"{name}/Spread" >> beam.Reshuffle()
-                | name >> beam.ParDo(RunTask(self.stage, spill, fn))
-            )
+            done = todo | f"{name}/Spread" >> beam.Reshuffle() | name >> beam.ParDo(step)
         return done | "Clean" >> beam.Map(lambda _, url=spill.scratch: fs.remove(url))
