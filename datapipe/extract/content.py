@@ -6,8 +6,9 @@ over lxml, at about 1/10 of resiliparse's speed. Why selectolax: it and resilipa
 selectolax's tree is the one whose C structs a compiled walk can read (:mod:`datapipe.extract.treewalk`, built by
 ``python -m datapipe.extract.build`` against the installed release's headers). On Trafilatura's 990 evaluation pages
 the walk through selectolax's Python objects took 1.10 ms of a page's 1.91 ms (~1,750 nodes a page, each a Python
-object, a property read and a dictionary lookup); compiled, the whole page takes 1.15 ms, of which parsing is 0.6 ms,
-and the blocks and containers it records were identical on every one of the 990 pages. The compiled walk only moves
+object, a property read and a dictionary lookup); compiled, the whole page took 1.15 ms, and the blocks and
+containers it records were identical on every one of the 990 pages. With each block's text gathered in C as well,
+a page takes 0.86-0.93 ms, of which lexbor's parse is ~0.4 ms (docs/benchmarks.md). The compiled walk only moves
 text: every rule below is in Python (in the modules listed at the end). ``benchmarks/extract_quality.py`` measures
 it against both peers.
 

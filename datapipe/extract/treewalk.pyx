@@ -182,39 +182,6 @@ cdef inline lxb_dom_node_t *following(lxb_dom_node_t *node, lxb_dom_node_t *top)
     return NULL if node == top else node.next
 
 
-cdef int gather(lxb_dom_node_t *top, Buf *b) except -1:
-    """The text of every text node under ``top``, in order: selectolax's ``node.text(deep=True)``, and the text of
-    the declarative shadow roots under it where they render (:func:`shadow_root`)."""
-    cdef lxb_dom_node_t *node = first_inside(top)
-    cdef lxb_dom_node_t *inner
-    cdef lxb_dom_character_data_t *t
-    while node != NULL:
-        if node.type == LXB_DOM_NODE_TYPE_TEXT:
-            t = <lxb_dom_character_data_t *> node
-            if t.data.data != NULL:
-                buf_add(b, t.data.data, t.data.length)
-        inner = first_inside(node)
-        node = inner if inner != NULL else following(node, top)
-    return 0
-
-
-cpdef str deep_text(uintptr_t address):
-    """All text under the node at ``address`` (a ``LexborNode.mem_id``), as ``node.text(deep=True)`` and the
-    text of the declarative shadow roots under it (:func:`gather`)."""
-    return _deep_text(<lxb_dom_node_t *> address)
-
-
-cdef str _deep_text(lxb_dom_node_t *node):
-    cdef Buf b
-    b.data = NULL
-    b.size = b.cap = 0
-    try:
-        gather(node, &b)
-        return PyUnicode_DecodeUTF8(b.data, b.size, "replace") if b.size else ""
-    finally:
-        free(b.data)
-
-
 cdef inline size_t space_at(const unsigned char *s, size_t n) noexcept:
     """The length in bytes of the whitespace character ``s`` starts with (``n`` bytes left), 0 when it starts
     another: Python's whitespace (``str.isspace``, ``str.split``, ``str.strip``), in UTF-8."""
@@ -266,9 +233,9 @@ cdef inline Py_ssize_t utf8_chars(const unsigned char *s, size_t n) noexcept:
 
 
 cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
-    """``len(node.text(deep=True).strip())`` without making the text (with the text of declarative shadow roots,
-    as :func:`gather`): its characters counted in UTF-8, less the whitespace before the first other character and
-    after the last (either may span several text nodes)."""
+    """``len(node.text(deep=True).strip())`` without making the text, and with the text of the declarative shadow
+    roots under ``top`` where they render (:func:`shadow_root`): its characters counted in UTF-8, less the
+    whitespace before the first other character and after the last (either may span several text nodes)."""
     cdef lxb_dom_node_t *node = first_inside(top)
     cdef lxb_dom_node_t *inner
     cdef lxb_dom_character_data_t *t
@@ -305,8 +272,8 @@ cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
 
 
 cpdef Py_ssize_t text_chars(uintptr_t address):
-    """Characters of all text under the node at ``address``, outer whitespace not counted (as
-    ``len(deep_text(address).strip())``)."""
+    """Characters of all text under the node at ``address`` (a ``LexborNode.mem_id``), outer whitespace not counted:
+    :func:`count_text`, for tests."""
     return count_text(<lxb_dom_node_t *> address)
 
 

@@ -61,15 +61,17 @@ def task_groups(tasks: tuple[Row, ...], items: dict[str, list[Any]]) -> list[lis
     """The table's rows as the transform runs them: rows without items left out (the first, over the shards, is
     always run), consecutive rows of one item each together."""
     groups: list[list[Row]] = []
+    joining = False  # the last group is of single-task rows
     for row in tasks:
         over = row[2]
         if over != "shards" and not items[over]:
             continue
         single = over != "shards" and len(items[over]) == 1
-        if single and groups and all(r[2] != "shards" and len(items[r[2]]) == 1 for r in groups[-1]):
+        if single and joining:
             groups[-1].append(row)
         else:
             groups.append([row])
+        joining = single
     return groups
 
 
