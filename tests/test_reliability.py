@@ -78,9 +78,11 @@ def kill_mix(tmp_path_factory) -> tuple[Path, Path, float]:
 
 
 def _kill_on_progress(runs: list[tuple[subprocess.Popen, Path, int, float]], limit_s: float) -> None:
-    """SIGKILL each build once its output holds ``target`` commit markers, ``delay`` seconds after it got there (so
-    kills land inside the work that follows a marker, not only on it): waits on the builds' progress, not on the
-    clock, so the kills land at the same points however fast the machine is. A build that ends first is left."""
+    """SIGKILL each build once its output holds ``target`` commit markers, ``delay`` seconds after it got there or
+    as soon as the next marker is committed, whichever comes first (so kills land inside the work that follows a
+    marker, not only on it, and never past the next one): waits on the builds' progress, so the kills land at the
+    same points however fast the machine is; a delay alone let a fast build run on through a burst of markers,
+    and two kill points met. A build that ends first is left."""
     reached: dict[int, float] = {}
     deadline = time.monotonic() + limit_s
     pending = list(range(len(runs)))
@@ -90,9 +92,11 @@ def _kill_on_progress(runs: list[tuple[subprocess.Popen, Path, int, float]], lim
             proc, out, target, delay = runs[i]
             if proc.poll() is not None:
                 pending.remove(i)
-            elif i in reached or _committed(out)[1] >= target:
+                continue
+            markers = _committed(out)[1]
+            if i in reached or markers >= target:
                 reached.setdefault(i, time.monotonic())
-                if time.monotonic() >= reached[i] + delay:
+                if markers > target or time.monotonic() >= reached[i] + delay:
                     proc.send_signal(signal.SIGKILL)
                     pending.remove(i)
         time.sleep(0.005)
