@@ -8,8 +8,9 @@ own; this module does the same per chunk, in three tiers:
    only, as are the other shortcuts marked below: Greek's suffix pattern matches whole words, Indonesian's
    prefixes include currency codes such as "IDR", so other languages take tier 2 for every new chunk);
 2. other chunks follow spaCy's affix algorithm (peel prefixes and suffixes with spaCy's own compiled patterns,
-   split the rest on its infix pattern), written here in Python without building a ``Doc``; any chunk that touches
-   a special case (an exception such as "e.g." or ":)") is left to tier 3;
+   split the rest on its infix pattern; the suffix and infix searches ask only the pieces of those patterns that
+   can match, :mod:`datapipe.languages.affixes`), written here in Python without building a ``Doc``; any chunk
+   that touches a special case (an exception such as "e.g." or ":)") is left to tier 3;
 3. spaCy's own tokenizer, for the chunks tier 2 declines.
 
 Results are memoized per chunk. ``tests/test_filters.py`` checks the output against spaCy on every fixture document.
@@ -23,6 +24,8 @@ from bisect import bisect_right
 from functools import cache
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, cast
+
+from datapipe.languages.affixes import InfixScan, SuffixSearch
 
 if TYPE_CHECKING:
     from spacy.tokenizer import Tokenizer
@@ -66,9 +69,20 @@ class WordSplitter:
         self._special = frozenset(tok.rules or ())
         none = re.compile("a^")
         self._prefix = tok.prefix_search or none.search
-        self._suffix_full = tok.suffix_search or none.search
-        self._suffix_re = getattr(self._suffix_full, "__self__", none)
-        self._infix = tok.infix_finditer or none.finditer
+        suffix_re = getattr(tok.suffix_search, "__self__", None)
+        if isinstance(
+            suffix_re, re.Pattern
+        ):  # searched piece by piece (datapipe.languages.affixes: ~6x faster)
+            self._suffix_re: SuffixSearch | re.Pattern[str] = SuffixSearch(suffix_re)
+            self._suffix_full = self._suffix_re.search
+        else:
+            self._suffix_full = tok.suffix_search or none.search
+            self._suffix_re = getattr(self._suffix_full, "__self__", none)
+        infix_re = getattr(tok.infix_finditer, "__self__", None)
+        if isinstance(infix_re, re.Pattern):
+            self._infix = InfixScan(infix_re).finditer
+        else:
+            self._infix = tok.infix_finditer or none.finditer
         self._token_match = tok.token_match
         self._url_match = tok.url_match or none.match
         # special cases that spaCy re-applies over the split tokens (those containing an affix, e.g. "e.g." or
