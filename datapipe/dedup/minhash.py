@@ -143,6 +143,14 @@ def shingle_hashes(text: str, ngram: int = 5) -> np.ndarray:
     return _shingles(np.frombuffer(normalized_bytes(text), dtype=np.uint8), _SEPARATORS, False, ngram)
 
 
+def shingle_hashes_of_normalized(normalized: bytes, ngram: int = 5) -> np.ndarray:
+    """:func:`shingle_hashes` of a text whose UTF-8 normalization (:func:`datapipe.dedup.normalize.normalize`) is
+    ``normalized``: what a stage that also hashes the normalized text for exact dedup gives, so that a text is
+    normalized once (on the e2e benchmark's non-ASCII documents the second normalization was 0.58 of the 1.34 CPU
+    s that signing took)."""
+    return _shingles(np.frombuffer(normalized, dtype=np.uint8), _SEPARATORS, False, ngram)
+
+
 @dataclass
 class Shingler:
     """Word n-gram shingles of normalized text as a sorted array of distinct 64-bit hashes."""
@@ -151,6 +159,9 @@ class Shingler:
 
     def __call__(self, text: str) -> np.ndarray:
         return shingle_hashes(text, self.ngram)
+
+    def of_normalized(self, normalized: bytes) -> np.ndarray:
+        return shingle_hashes_of_normalized(normalized, self.ngram)
 
 
 class MinHasher:

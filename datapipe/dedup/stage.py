@@ -40,9 +40,9 @@ from datapipe.runtime.stage import TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 
 
-def text_hash(text: str) -> int:
-    """128-bit hash of normalized text."""
-    return xxhash.xxh3_128_intdigest(normalize(text).encode("utf-8"))
+def exact_key(normalized: bytes) -> int:
+    """Exact dedup's 128-bit key of a text, from its normalization's UTF-8 (which the MinHash shingles reuse)."""
+    return xxhash.xxh3_128_intdigest(normalized)
 
 
 @dataclass
@@ -97,13 +97,18 @@ class DedupStage(TwoPhaseStage):
             n += 1
             ids.append(doc["id"])
             ref = (shard.index, i)
+            normalized = None
             if self.config.exact:
-                exact.append((text_hash(doc["text"]), ref))
+                normalized = normalize(doc["text"]).encode("utf-8")
+                exact.append((exact_key(normalized), ref))
             if by_language is not None:
                 languages.append(doc.get("metadata", {}).get("language") or "unknown")
                 sets.append(by_language.shingles(doc["text"], languages[-1]))
             elif self._shingler is not None:
-                sets.append(self._shingler(doc["text"]))
+                shingler = self._shingler
+                sets.append(
+                    shingler(doc["text"]) if normalized is None else shingler.of_normalized(normalized)
+                )
         if self._hasher is not None:
             sigs = by_language.signatures(sets) if by_language is not None else self._hasher.signatures(sets)
             for i, (sig, shingles) in enumerate(zip(sigs, sets, strict=True)):
