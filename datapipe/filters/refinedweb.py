@@ -61,7 +61,9 @@ class LineModifiers:
             return False
         if digits / n > self.max_numeric_ratio:
             return False
-        if self.drop_counters and _COUNTER.match(stripped):
+        if (
+            self.drop_counters and digits and _COUNTER.match(stripped)
+        ):  # a counter holds a digit: \d is in isdigit
             return False
         if self.drop_boilerplate and _BOILERPLATE.match(stripped):
             return False
