@@ -38,3 +38,11 @@ class InputError(DatapipeError):
         if field is not None:
             parts.append(f"field {field!r}")
         super().__init__(f"{': '.join(parts)}: {message}")
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a build: what was committed stays, a rerun goes on from there. (Not a :class:`DatapipeError`:
+    the launcher exits 130 for it, the shell's status for SIGINT.)"""
+
+    def __init__(self, committed: int, total: int) -> None:
+        super().__init__(f"interrupted: {committed} of {total} shards committed; rerun to resume")

@@ -200,6 +200,22 @@ def test_the_parent_starts_early_only_for_local_worker_processes():
     assert not wanted(["--direct_running_mode=multi_processing", "--runner=DataflowRunner"])
 
 
+def test_the_launcher_reaches_its_engine_before_it_loads_the_build():
+    """The parent starts when the Beam engine is made, right after the flags are parsed; the launcher's own imports
+    up to then must stay light, or the workers' stack starts importing that much later (the build's modules,
+    imported first, put the parent's start at 0.28 s instead of 0.08 s)."""
+    code = (
+        "import sys\n"
+        "from datapipe.build.launch import make_engine\n"
+        "from datapipe.build.engines import registered\n"
+        "registered()\n"
+        "heavy = ('datapipe.build.run', 'datapipe.config.mixture', 'numpy', 'apache_beam', 'jsonschema')\n"
+        "print(sorted(m for m in sys.modules if m in heavy))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
 def test_a_build_stopped_by_bad_input_says_one_line_with_the_parent_started(tmp_path: Path):
     r = subprocess.run(
         [sys.executable, "-m", "pipelines.build_mixture", "--mixture", str(tmp_path / "none.yaml")]

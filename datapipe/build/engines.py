@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from datapipe.build.run import Engine
 from datapipe.errors import DatapipeError
+
+if TYPE_CHECKING:  # the launcher parses its flags and starts the engine before it imports the build's modules
+    from datapipe.build.run import Engine
 
 ENGINES_GROUP = "datapipe.engines"
 MIXTURES_GROUP = "datapipe.mixtures"

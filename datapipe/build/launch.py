@@ -19,12 +19,16 @@ process.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from datapipe.build.engines import DEFAULT_ENGINE, EngineEntry, bundled_mixture_folders, registered
-from datapipe.build.run import BuildRequest, Engine, Interrupted, run_build
-from datapipe.errors import DatapipeError, error_lines
+from datapipe.errors import DatapipeError, Interrupted, error_lines
+
+if TYPE_CHECKING:
+    from datapipe.build.run import BuildRequest, Engine
 
 PROG = "datapipe build"
 
@@ -89,6 +93,8 @@ def _parser(
 
 
 def request(args: argparse.Namespace) -> BuildRequest:
+    from datapipe.build.run import BuildRequest
+
     only = tuple(s.strip() for s in args.only.split(",") if s.strip()) if args.only else ()
     return BuildRequest(
         mixture=args.mixture,
@@ -128,7 +134,18 @@ def build_mixture(mixture: str, output: str | None = None, *flags: str) -> int:
 
 
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
-    args, engine = make_engine(argv, prog)  # flags are checked before any work
+    # Flags are checked before any work, and the engine starts before the build's own modules load: the Beam
+    # engine's warm worker parent then imports the workers' stack while this process imports the rest. Those
+    # imports (Beam's, the build's) make many objects and almost no garbage, and the workers wait for them: with
+    # the collector off they take 0.65 s instead of 0.83 (2026-12-05), and frozen after them, the collections
+    # while the graph is built do not walk them again
+    gc.disable()
+    try:
+        args, engine = make_engine(argv, prog)
+        from datapipe.build.run import run_build
+    finally:
+        gc.freeze()
+        gc.enable()
     return run_build(request(args), engine)
 
 

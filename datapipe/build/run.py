@@ -34,7 +34,7 @@ from datapipe.build.plan import (
 )
 from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
 from datapipe.data.language_weights import language_shares
-from datapipe.errors import ConfigError
+from datapipe.errors import ConfigError, Interrupted
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
 from datapipe.io.shards import Shard
@@ -192,13 +192,6 @@ def _noting_ctrl_c() -> Iterator[threading.Event]:
         sys.unraisablehook = previous_hook
         for h in handlers:
             h.removeFilter(quiet_after)
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a build: what was committed stays, a rerun goes on from there."""
-
-    def __init__(self, committed: int, total: int) -> None:
-        super().__init__(f"interrupted: {committed} of {total} shards committed; rerun to resume")
 
 
 def committed_shards(plans: list[SourcePlan]) -> tuple[int, int]:

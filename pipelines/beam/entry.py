@@ -5,8 +5,12 @@ Light to import: Beam itself loads in :meth:`BeamEntry.make`, when a build runs 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from datapipe.build.run import Engine
+if (
+    TYPE_CHECKING
+):  # the launcher starts this engine (and its warm workers) before it imports the build's modules
+    from datapipe.build.run import Engine
 
 
 class BeamEntry:

@@ -306,11 +306,15 @@ def main() -> None:
     # Ctrl-C is the launcher's to handle; stdin tells us when to go
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     listener = socket.socket(fileno=int(sys.argv[1]))
+    # no collection while importing and none before freezing, as CPython's gc.freeze documentation advises for a
+    # process that forks: the few cycles the imports leave stay frozen with the rest. The full collection this
+    # parent made before freezing took 0.1 s, and the workers waited for it (2026-12-05)
+    gc.disable()
     warm()
     from pipelines.beam.worker import harness
 
-    gc.collect()
     gc.freeze()
+    gc.enable()  # for what is made from now on, here and in the children (collections skip frozen objects)
     serve(listener, sys.stdin.fileno(), harness)
     # nothing to flush or write: freeing the imported heap object by object would only delay the build
     os._exit(0)

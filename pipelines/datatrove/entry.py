@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
-from datapipe.build.run import Engine
 from datapipe.errors import DatapipeError
+
+if TYPE_CHECKING:
+    from datapipe.build.run import Engine
 
 EXECUTORS = ("local", "slurm", "ray")
 
