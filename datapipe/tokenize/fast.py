@@ -74,11 +74,16 @@ def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[
 
     decode = _byte_decoder()
     literals = tuple(t["content"] for t in parts["added_tokens"])
+    vocab: dict[str, int] = parts["model"]["vocab"]
+    if not set("".join(vocab)) <= decode.keys():
+        return None  # a character outside GPT-2's byte alphabet: not its vocabulary
+    # each character to the byte it stands for, as one translate and a Latin-1 encode (a character below 256
+    # encodes as that byte): 50,257 entries in 0.01 s where a generator per entry took 0.07 s, in each worker's
+    # first tokenize shard
+    to_bytes = str.maketrans({c: chr(b) for c, b in decode.items()})
     # the added tokens' own entries are left out: their literals go to ``tok`` (see the module's docstring)
     ranks = {
-        bytes(decode[c] for c in token): i
-        for token, i in parts["model"]["vocab"].items()
-        if token not in literals
+        token.translate(to_bytes).encode("latin-1"): i for token, i in vocab.items() if token not in literals
     }
     enc = tiktoken.Encoding("datapipe-gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
 
