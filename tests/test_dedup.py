@@ -410,3 +410,22 @@ def test_dedup_against_an_earlier_build_removes_what_one_build_of_both_removes(t
     kept_both = [d["id"] for p in sorted(both.glob("part-0000[23].jsonl.zst")) for d in read_records(str(p))]
     kept_later = [d["id"] for p in sorted(later.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
     assert kept_both == kept_later
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.integers(0, 2**64 - 1), max_size=60),
+    st.sets(st.integers(0, 2**64 - 1), max_size=60),
+    st.sets(st.integers(0, 2**64 - 1), max_size=20),
+)
+def test_jaccard_counts_shared_shingles_as_a_set_intersection_does(a, b, both):
+    """The merge count (stored shingle sets are sorted and distinct, and read-only when read from a store) against
+    Python's own sets, with shared values drawn in."""
+    from datapipe.dedup.minhash import jaccard
+
+    a, b = a | both, b | both
+    left = np.frombuffer(np.array(sorted(a), dtype=np.uint64).tobytes(), dtype="<u8")
+    right = np.array(sorted(b), dtype=np.uint64)
+    want = 1.0 if not a and not b else len(a & b) / len(a | b)
+    assert jaccard(left, right) == want
+    assert jaccard(right, left) == want
