@@ -61,9 +61,8 @@ class LineModifiers:
             return False
         if digits / n > self.max_numeric_ratio:
             return False
-        if (
-            self.drop_counters and digits and _COUNTER.match(stripped)
-        ):  # a counter holds a digit: \d is in isdigit
+        # a counter holds a digit, and every character \d matches is one str.isdigit counts
+        if self.drop_counters and digits and _COUNTER.match(stripped):
             return False
         if self.drop_boilerplate and _BOILERPLATE.match(stripped):
             return False

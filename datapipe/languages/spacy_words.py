@@ -70,9 +70,8 @@ class WordSplitter:
         none = re.compile("a^")
         self._prefix = tok.prefix_search or none.search
         suffix_re = getattr(tok.suffix_search, "__self__", None)
-        if isinstance(
-            suffix_re, re.Pattern
-        ):  # searched piece by piece (datapipe.languages.affixes: ~6x faster)
+        # spaCy's compiled patterns are searched piece by piece (datapipe.languages.affixes: suffixes ~6x faster)
+        if isinstance(suffix_re, re.Pattern):
             self._suffix_re: SuffixSearch | re.Pattern[str] = SuffixSearch(suffix_re)
             self._suffix_full = self._suffix_re.search
         else:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-if (
-    TYPE_CHECKING
-):  # the launcher starts this engine (and its warm workers) before it imports the build's modules
+# the launcher starts this engine (and its warm workers) before it imports the build's modules
+if TYPE_CHECKING:
     from datapipe.build.run import Engine
 
 
