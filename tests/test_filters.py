@@ -193,6 +193,54 @@ def test_refinedweb_line_modifiers_drop_the_line_and_keep_the_page(kind):
     assert paras[6] in out
 
 
+def _line_edits_by_splitting(rule, text: str):
+    """RefinedWeb's line edits as first written: the words counted by splitting the text before and after."""
+    from datapipe.filters.refinedweb import LineModifiers
+
+    lines = text.split("\n")
+    kept = [line for line in lines if LineModifiers.keep_line(rule, line)]
+    if len(kept) == len(lines):
+        return None, text
+    before = len(text.split())
+    out = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+    after = len(out.split())
+    if before and (before - after) / before > rule.max_removed_words_ratio:
+        share = (before - after) / before
+        return Removal(
+            "removed_words_ratio", "removed_words_share", share, ">", rule.max_removed_words_ratio
+        ), text
+    if not after:
+        return Removal("empty_after_line_edits", "words_left", 0), text
+    return None, out
+
+
+_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["", "  ", "Read more", "12 comments", "SHOUTING HEADLINE HERE", "2024", "word", "ok"]
+        ),
+        st.text(st.sampled_from("ab CD 12.\t\u00a0\u3000"), max_size=30),
+        st.just("a real sentence of several words that any page would keep as it is"),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINES, st.sampled_from([0.0, 0.05, 0.2, 0.5, 1.0, 2.0]))
+def test_line_edits_count_words_by_line_as_splitting_the_text_did(lines, share):
+    """The removed words are counted from the dropped lines, and the page's only as far as the share can still
+    pass: the decision, its evidence and the edited text are what splitting the whole text gave."""
+    from datapipe.filters.refinedweb import LineModifiers
+
+    rule = LineModifiers(max_removed_words_ratio=share)
+    text = "\n".join(lines)
+    doc = FilterDoc(text)
+    got = rule(doc)
+    want, want_text = _line_edits_by_splitting(rule, text)
+    assert repr(got) == repr(want) and doc.text == want_text
+
+
 def test_refinedweb_drops_a_page_that_line_edits_cut_by_more_than_5_percent():
     shouting = "\n".join(f"CAPITAL LETTERS LINE NUMBER {i} WITH SEVERAL MORE WORDS" for i in range(40))
     assert run("refinedweb", BASE + "\n\n" + shouting)[0] == "removed_words_ratio"
