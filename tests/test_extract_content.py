@@ -791,6 +791,15 @@ def test_spaces_are_unicode_space_separators():
     assert normalize_spaces("a\u00a0b\u2009c\u3000d\u2028e") == "a b c d\ne"
     plain = "nothing to do"
     assert normalize_spaces(plain) is plain
+    # each character it changes, alone in an otherwise untouched non-ASCII text (one scan decides whether to look)
+    for ch in SPACES:
+        assert normalize_spaces(f"¶ a{ch}b") == "¶ a b"
+    for ch in "\u2028\u2029":
+        assert normalize_spaces(f"¶ a{ch}b") == "¶ a\nb"
+    for ch in INVISIBLE:
+        assert normalize_spaces(f"¶ a{ch}b") == "¶ ab"
+    untouched = "¶ déjà vu\u200b"
+    assert normalize_spaces(untouched) is untouched
 
 
 def test_invisible_characters_go():

@@ -23,6 +23,9 @@ _LINE = re.compile("[\u2028\u2029]")
 # the soft hyphen, the word joiner and U+FEFF (a byte-order mark, or a zero-width no-break space)
 INVISIBLE = "\u00ad\u2060\ufeff"
 _INVISIBLE = re.compile(f"[{INVISIBLE}]")
+# any character normalize_spaces changes: one scan finds a text with none of them (most non-ASCII pages: a pilcrow
+# or a curly quote), where three scans did (0.21 -> 0.07 CPU s over e2e's 3,415 kept pages)
+_CHANGED = re.compile(f"[{SPACES}\u2028\u2029{INVISIBLE}]")
 
 
 def drop_invisible(text: str) -> str:
@@ -45,7 +48,7 @@ def nfc(text: str) -> str:
 def normalize_spaces(text: str) -> str:
     """``text`` with every Unicode space separator as an ASCII space, U+2028/U+2029 as newlines and no
     :data:`INVISIBLE` character (the same object when there is none of them)."""
-    if text.isascii():
+    if text.isascii() or _CHANGED.search(text) is None:
         return text
     text = drop_invisible(text)
     if _SPACE.search(text) is not None:
