@@ -40,8 +40,9 @@ from datapipe.runtime.stage import TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 
 
-def exact_key(normalized: bytes) -> int:
-    """Exact dedup's 128-bit key of a text, from its normalization's UTF-8 (which the MinHash shingles reuse)."""
+def normalized_key(normalized: bytes) -> int:
+    """The 128-bit key of a normalized text's UTF-8: a document's for exact dedup (whose bytes the MinHash shingles
+    reuse), a line's for paragraph dedup."""
     return xxhash.xxh3_128_intdigest(normalized)
 
 
@@ -100,7 +101,7 @@ class DedupStage(TwoPhaseStage):
             normalized = None
             if self.config.exact:
                 normalized = normalize(doc["text"]).encode("utf-8")
-                exact.append((exact_key(normalized), ref))
+                exact.append((normalized_key(normalized), ref))
             if by_language is not None:
                 languages.append(doc.get("metadata", {}).get("language") or "unknown")
                 sets.append(by_language.shingles(doc["text"], languages[-1]))
@@ -236,7 +237,7 @@ class ParagraphStage(TwoPhaseStage):
             for j, line in enumerate(doc["text"].split("\n")):
                 norm = normalize(line)
                 if norm:
-                    out.append((xxhash.xxh3_128_intdigest(norm.encode("utf-8")), (shard.index, i, j)))
+                    out.append((normalized_key(norm.encode("utf-8")), (shard.index, i, j)))
         write_ids(self.out_dir, shard.index, ids)
         return out, len(ids)
 

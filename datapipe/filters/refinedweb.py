@@ -96,16 +96,9 @@ class LineModifiers:
         # from this many words on, removed / words <= share and words - removed >= 1: no need to count further
         enough = max(math.floor(removed / share) + 1, removed + 1) if share > 0 else math.inf
         before = _words_up_to(lines, enough)
-        after = before - removed
-        if before and (before - after) / before > self.max_removed_words_ratio:
-            return Removal(
-                "removed_words_ratio",
-                "removed_words_share",
-                (before - after) / before,
-                ">",
-                self.max_removed_words_ratio,
-            )
-        if not after:
+        if before and removed / before > share:
+            return Removal("removed_words_ratio", "removed_words_share", removed / before, ">", share)
+        if before == removed:
             return Removal("empty_after_line_edits", "words_left", 0)
         doc.text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
         return None
