@@ -18,7 +18,7 @@ import xxhash
 from datapipe.config.stages import DedupConfig, ParagraphConfig
 from datapipe.dedup.components import MINHASH
 from datapipe.dedup.minhash import MinHasher, Shingler, jaccard
-from datapipe.dedup.normalize import normalize
+from datapipe.dedup.normalize import normalize, normalized_utf8
 from datapipe.dedup.store import (
     DocRemoval,
     ShingleStore,
@@ -100,7 +100,7 @@ class DedupStage(TwoPhaseStage):
             ref = (shard.index, i)
             normalized = None
             if self.config.exact:
-                normalized = normalize(doc["text"]).encode("utf-8")
+                normalized = normalized_utf8(doc["text"])
                 exact.append((normalized_key(normalized), ref))
             if by_language is not None:
                 languages.append(doc.get("metadata", {}).get("language") or "unknown")
