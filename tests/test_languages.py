@@ -110,6 +110,24 @@ def test_words_with_a_space_count_top_ngrams_as_datatrove_joins_them():
     assert got == "top_2_gram"
 
 
+def test_a_splitter_that_says_its_words_hold_no_space_is_right(docs):
+    """The Gopher top n-gram rule counts word ids instead of joined strings when the splitter says (``spaceless``)
+    that no word holds a space: true of the spaCy splitters, on every fixture text and each language's own special
+    cases; Spanish's "EE. UU." is one word with a space, and its splitter does not say so."""
+    said = []
+    for language, recs in {**docs, "eng_Latn": docs.get("eng_Latn", [])}.items():
+        words = word_splitter(language)
+        if not getattr(words, "spaceless", False):
+            continue
+        said.append(language)
+        specials = " ".join(getattr(words, "_special", ()))
+        for text in [specials, *(rec["text"] for rec in recs)]:
+            assert not any(ch.isspace() for w in words.split(text) for ch in w), language
+    assert len(said) >= 8 and "eng_Latn" in said
+    spanish = word_splitter("spa_Latn")
+    assert not getattr(spanish, "spaceless", True) and "EE. UU." in spanish.split("los EE. UU. hoy")
+
+
 def test_english_shortcuts_stay_english():
     """Greek's suffix pattern matches whole hyphenated words, Indonesian's prefixes include currency codes, and
     Spanish has a special case across a space: all three as spaCy tokenizes them."""

@@ -191,7 +191,7 @@ class GopherRepetition:
         index = doc.index
         # datatrove compares top n-grams as words joined by spaces: where a word holds a space (pyvi's Vietnamese
         # "kiểm tra"), two different splits can join to one string, so those documents count joined strings
-        top = index.top_chars if " " not in "".join(doc.words) else partial(top_joined_chars, doc.words)
+        top = partial(top_joined_chars, doc.words) if doc.words_hold_spaces else index.top_chars
         for n, frac in self.top_n_grams:
             if len(doc.words) >= n and (share := top(n) / len(text)) > frac:
                 return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", share, ">", frac)

@@ -104,6 +104,8 @@ class WordSplitter:
         # special cases that span whitespace (Spanish "EE. UU."): spaCy merges their tokens across chunks, so a
         # text that holds one is tokenized by spaCy whole
         self._spaced = tuple(sorted(s for s in (tok.rules or ()) if any(ch.isspace() for ch in s.strip())))
+        # every word is a piece of a whitespace-separated chunk, unless a text goes to spaCy whole for such a case
+        self.spaceless = not self._spaced
         self._memo: dict[str, tuple[str, ...]] = {}
         self._memo_size = memo_size
 
