@@ -241,6 +241,91 @@ def test_line_edits_count_words_by_line_as_splitting_the_text_did(lines, share):
     assert repr(got) == repr(want) and doc.text == want_text
 
 
+# characters where Python's str methods and the patterns disagree with ASCII intuition: upper case that is not a
+# letter (Roman numerals), digits that are not decimal ("²"), another script's digits, title case, letters that
+# case-fold to ASCII ("ſ", the Kelvin sign, "İ"), line-breaking spaces that are not newlines, and one character
+# beyond the compiled pass's table (its page is judged line by line)
+_ODD = "Ⅻ²٣ǅſKİ\u2028\x1c\x85\u00a0\u3000_𝟘🙂𠀀"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(st.sampled_from("ab CD 12.,-\t" + _ODD), max_size=20),
+            # the patterns' longest lines: as many letters as their bounds allow
+            st.sampled_from(
+                ["Read more", "3.4K likes", "5k downloads", "2 items in your shopping cart", "SIGN IN"]
+            ),
+            st.builds(
+                "{}{}".format,
+                st.sampled_from(["»", " ", "12 ", "Ⅻ "]),
+                st.sampled_from(["Read more", "ſign in"]),
+            ),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([0.0, 0.05, 1.0]),
+)
+def test_line_edits_of_unusual_characters_are_keep_lines(lines, share):
+    from datapipe.filters.refinedweb import LineModifiers
+
+    rule = LineModifiers(max_removed_words_ratio=share)
+    text = "\n".join(lines)
+    doc = FilterDoc(text)
+    got = rule(doc)
+    want, want_text = _line_edits_by_splitting(rule, text)
+    assert repr(got) == repr(want) and doc.text == want_text
+
+
+def test_the_compiled_line_pass_judges_every_character_as_keep_line_does():
+    """Each code point the pass reads from its table, alone and among letters, digits and the patterns' words: the
+    lines it drops (itself, or by asking the patterns) are the lines ``keep_line`` drops."""
+    from datapipe.filters.refinedweb import _TABLE, LineModifiers
+
+    rules = (
+        LineModifiers(),
+        LineModifiers(min_line_words=1, drop_counters=False),
+        LineModifiers(drop_boilerplate=False),
+    )
+    for start in range(0, _TABLE, 4096):
+        lines = []
+        for cp in range(start, min(start + 4096, _TABLE)):
+            c = chr(cp)
+            if c == "\n" or 0xD800 <= cp < 0xE000:
+                continue
+            lines += [
+                c,
+                f"a{c}b",
+                f"{c} {c}",
+                f"X{c}Y Z",
+                f"12{c} comments",
+                f"Read more{c}",
+                f"{c}7 likes",
+                f"1{c}",
+            ]
+        text = "\n".join(lines)
+        for rule in rules:
+            drop, words = rule._dropped(lines, text)
+            assert words is not None  # the compiled pass read every character
+            assert sorted(drop) == [i for i, line in enumerate(lines) if not rule.keep_line(line)], start
+            assert words.tolist() == [len(line.split()) for line in lines]
+
+
+def test_the_patterns_letter_bounds_come_from_their_parse_trees():
+    from datapipe.filters.refinedweb import _BOILERPLATE, _COUNTER, _letters_bound
+
+    assert _letters_bound(_COUNTER) == len("k" + "downloads")
+    assert _letters_bound(_BOILERPLATE) == len("itemsinyourshoppingcart")
+    assert _letters_bound(re.compile(r"^\W*read more\W*$", re.I)) == 8
+    assert _letters_bound(re.compile(r"^\d+[.,]?\s*$")) == 0
+    # a mark that is no letter, but whose upper case is one: ignoring case, it matches a letter
+    ypogegrammeni = re.compile("\u0345", re.IGNORECASE)
+    assert ypogegrammeni.match("\u0399") and _letters_bound(ypogegrammeni) == 1
+    for unbounded in (r"\w+", r"[^0-9]*", r"(?:ab)*", r".*"):
+        assert _letters_bound(re.compile(unbounded)) == float("inf"), unbounded
+
+
 def test_refinedweb_drops_a_page_that_line_edits_cut_by_more_than_5_percent():
     shouting = "\n".join(f"CAPITAL LETTERS LINE NUMBER {i} WITH SEVERAL MORE WORDS" for i in range(40))
     assert run("refinedweb", BASE + "\n\n" + shouting)[0] == "removed_words_ratio"

@@ -24,6 +24,8 @@ import numpy as np
 import regex
 from datatrove.utils.text import PUNCTUATION
 
+from datapipe.kernels.utf8 import decode, every_character
+
 _NUMBERS = regex.compile(r"\p{Nd}+(?:[.,،٫⎖⎗⎘]\p{Nd}+)?")  # datatrove's NUMBERS_PATTERN
 _ASCII_PUNCT = bytes(32 if b < 128 and chr(b) in PUNCTUATION else b for b in range(256))
 _OTHER_PUNCT = re.compile("[" + re.escape("".join(c for c in PUNCTUATION if ord(c) >= 128)) + "]")
@@ -93,7 +95,7 @@ def _classes() -> tuple[np.ndarray, re.Pattern[str]]:
     ``str.split`` splits on), ``PUNCTUATION`` (to a space), the ``regex`` module's ``\\p{Mn}`` (removed) and
     ``\\p{Nd}`` (ASCII digits are handled; any other digit takes the slow path); and a pattern for the characters
     whose decomposition would change what the replacements do. Built once per process (~60 ms)."""
-    every = "".join(map(chr, range(_TABLE)))
+    every = every_character(_TABLE)
     table = np.zeros(_TABLE, dtype=np.uint8)
     table[[i for i, c in enumerate(every) if c.isspace() or c in PUNCTUATION]] = _SPACE
     marks = [i for m in _MARKS.finditer(every) for i in range(m.start(), m.end())]
@@ -118,24 +120,6 @@ def _classes() -> tuple[np.ndarray, re.Pattern[str]]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _decode(data, i):  # pragma: no cover - compiled
-    """The code point of valid UTF-8 starting at ``data[i]`` and its length in bytes."""
-    b = np.int64(data[i])
-    if b < 0x80:
-        return b, 1
-    if b < 0xE0:
-        return ((b & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F), 2
-    if b < 0xF0:
-        return ((b & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F), 3
-    return (
-        ((b & 0x07) << 18)
-        | ((np.int64(data[i + 1]) & 0x3F) << 12)
-        | ((np.int64(data[i + 2]) & 0x3F) << 6)
-        | (np.int64(data[i + 3]) & 0x3F)
-    ), 4
-
-
-@numba.njit(cache=True, nogil=True)
 def _one_pass(data, classes):  # pragma: no cover - compiled
     """(normalized UTF-8, True), or (anything, False) when a code point needs the slow path."""
     n = data.shape[0]
@@ -144,7 +128,7 @@ def _one_pass(data, classes):  # pragma: no cover - compiled
     pending = False  # a separator since the last character written: a space before the next one
     i = 0
     while i < n:
-        cp, size = _decode(data, i)
+        cp, size = decode(data, i)
         if cp >= classes.shape[0]:
             return out[:0], False
         kind = classes[cp]
@@ -166,13 +150,13 @@ def _one_pass(data, classes):  # pragma: no cover - compiled
             while j < n and 48 <= data[j] <= 57:
                 j += 1
             if j < n:
-                sep, sep_size = _decode(data, j)
+                sep, sep_size = decode(data, j)
                 joiner = False
                 for k in range(_NUMBER_JOINERS.shape[0]):
                     if _NUMBER_JOINERS[k] == sep:
                         joiner = True
                 if joiner and j + sep_size < n:
-                    after, _ = _decode(data, j + sep_size)
+                    after, _ = decode(data, j + sep_size)
                     if after < classes.shape[0] and classes[after] == 4:
                         return out[:0], False  # another script's digit: the slow path decides
                     if 48 <= after <= 57:
