@@ -119,3 +119,23 @@ def test_only_gpt2_itself_takes_the_fast_path(tmp_path):
     assert load_tokenizer(TokenizerConfig(str(tmp_path / "same.json"))).fast is not None
     other = load_tokenizer(TokenizerConfig(str(tmp_path / "other.json")))
     assert other.fast is None and fast_encoder(other.tokenizer) is None
+
+
+def test_the_stage_shares_a_bundled_tokenizer_and_rereads_a_file(tmp_path):
+    """A worker's DoFns share the bundled tokenizer (the one that finishes the stage needs it again); a tokenizer
+    file is read again each time, so an edited file is never served from memory."""
+    from datapipe.tokenize.stage import TokenizeStage
+
+    def stage(cfg: TokenizerConfig) -> TokenizeStage:
+        return TokenizeStage("s", cfg, str(tmp_path), str(tmp_path / "out"))
+
+    bundled = TokenizerConfig(path="builtin:gpt2")
+    assert stage(bundled).tokenizer is stage(bundled).tokenizer
+    path = tmp_path / "tok.json"
+    path.write_text(build_gpt2().to_str())
+    first = stage(TokenizerConfig(path=str(path))).tokenizer
+    tok = build_gpt2()
+    tok.add_special_tokens(["<|pad|>"])
+    path.write_text(tok.to_str())
+    second = stage(TokenizerConfig(path=str(path))).tokenizer
+    assert second.identity.sha256 != first.identity.sha256 and second.identity.vocab_size == 50258
