@@ -13,6 +13,7 @@ import pytest
 
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
+from pipelines.beam.sampling import PERIOD_MS
 from pipelines.beam.zygote import WarmWorkers
 
 
@@ -23,7 +24,10 @@ def _cmdline(pid: int) -> str:
 
 class _Cmdline(beam.DoFn):
     def process(self, x):
-        yield x, f"{_cmdline(os.getpid())} | {_cmdline(os.getppid())}", os.getpid()
+        from apache_beam.runners.worker import statesampler
+
+        period = statesampler.get_current_tracker().sampling_period_ms  # the bundle's sampler
+        yield x, f"{_cmdline(os.getpid())} | {_cmdline(os.getppid())}", os.getpid(), period
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
@@ -40,7 +44,7 @@ def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path
                 | beam.Create(range(40))
                 | beam.Reshuffle()
                 | beam.ParDo(_Cmdline())
-                | beam.Map(lambda r: f"{r[0]}\t{r[1]}\t{r[2]}")
+                | beam.Map(lambda r: f"{r[0]}\t{r[1]}\t{r[2]}\t{r[3]}")
                 | beam.combiners.ToList()
                 | beam.Map(lambda rows: seen.write_text("\n".join(sorted(rows))))
             )
@@ -55,6 +59,8 @@ def test_direct_runner_runs_on_the_fn_api_runner_with_our_workers(tmp_path: Path
     else:  # forked from the warm parent (a build's launcher starts one before it imports Beam)
         assert all("-m pipelines.beam.zygote" in c for c in parents), parents[:3]
     assert all(int(r[2]) != os.getpid() for r in rows)
+    # Beam's sampler wakes every PERIOD_MS in our workers: a bundle's end waits that long at most, not 200 ms
+    assert {int(r[3]) for r in rows} == {PERIOD_MS}
     assert len({r[2] for r in rows}) <= 2
     # the caller's options are untouched (a build runs a second pipeline with them when components need rounds)
     assert options.get_all_options()["direct_running_mode"] == "multi_processing"

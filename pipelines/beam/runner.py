@@ -66,6 +66,9 @@ def pipeline(options: PipelineOptions, workers: WarmWorkers | None = None) -> It
     it made the start slower and more variable (the dedup phase alone at 10^5 documents: 5.2-6.5 s against 5.3
     s cold, three runs each)."""
     if is_local(options):
+        from pipelines.beam.sampling import sample_often
+
+        sample_often()  # for the bundles this process runs itself (no worker processes)
         runner, options = local_runner(options, workers.command if workers is not None else None)
         with beam.Pipeline(runner=runner, options=options) as p:
             yield p

@@ -30,6 +30,9 @@ def _harness_main() -> None:
 
 def harness() -> NoReturn:
     """Beam's harness with ``sys.argv`` and the environment as they are, then a quick exit."""
+    from pipelines.beam.sampling import sample_often
+
+    sample_often()  # a bundle's end does not wait up to 200 ms for Beam's sampler thread
     run_then_exit(_harness_main)
 
 
