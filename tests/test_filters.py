@@ -231,6 +231,10 @@ _LINES = st.lists(
 def test_line_edits_count_words_by_line_as_splitting_the_text_did(lines, share):
     """The removed words are counted from the dropped lines, and the page's only as far as the share can still
     pass: the decision, its evidence and the edited text are what splitting the whole text gave."""
+    _assert_line_edits_as_by_splitting(lines, share)
+
+
+def _assert_line_edits_as_by_splitting(lines: list[str], share: float) -> None:
     from datapipe.filters.refinedweb import LineModifiers
 
     rule = LineModifiers(max_removed_words_ratio=share)
@@ -268,14 +272,7 @@ _ODD = "Ⅻ²٣ǅſKİ\u2028\x1c\x85\u00a0\u3000_𝟘🙂𠀀"
     st.sampled_from([0.0, 0.05, 1.0]),
 )
 def test_line_edits_of_unusual_characters_are_keep_lines(lines, share):
-    from datapipe.filters.refinedweb import LineModifiers
-
-    rule = LineModifiers(max_removed_words_ratio=share)
-    text = "\n".join(lines)
-    doc = FilterDoc(text)
-    got = rule(doc)
-    want, want_text = _line_edits_by_splitting(rule, text)
-    assert repr(got) == repr(want) and doc.text == want_text
+    _assert_line_edits_as_by_splitting(lines, share)
 
 
 def test_the_compiled_line_pass_judges_every_character_as_keep_line_does():
