@@ -24,9 +24,11 @@ import numpy as np
 import regex
 from datatrove.utils.text import PUNCTUATION
 
-from datapipe.kernels.utf8 import decode, every_character
+from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 
-_NUMBERS = regex.compile(r"\p{Nd}+(?:[.,،٫⎖⎗⎘]\p{Nd}+)?")  # datatrove's NUMBERS_PATTERN
+# the separators that join two runs of digits into one number, in datatrove's NUMBERS_PATTERN
+_JOINERS = ".,،٫⎖⎗⎘"
+_NUMBERS = regex.compile(r"\p{Nd}+(?:[" + _JOINERS + r"]\p{Nd}+)?")  # datatrove's NUMBERS_PATTERN
 _ASCII_PUNCT = bytes(32 if b < 128 and chr(b) in PUNCTUATION else b for b in range(256))
 _OTHER_PUNCT = re.compile("[" + re.escape("".join(c for c in PUNCTUATION if ord(c) >= 128)) + "]")
 _MARKS = regex.compile(r"\p{Mn}+")
@@ -84,9 +86,8 @@ def _one_pass_of(text: str) -> bytes | None:
 
 # what the pass does with each code point below _TABLE (code points at or above it take the slow path)
 _COPY, _SPACE, _MARK, _DIGIT, _SLOW = 0, 1, 2, 3, 4
-_TABLE = 0x20000  # the Basic and Supplementary Multilingual Planes: every script in use, emoji included
-# separators that join two runs of digits into one number (datatrove's NUMBERS_PATTERN, mirrored in _NUMBERS)
-_NUMBER_JOINERS = np.array([ord(c) for c in ".,،٫⎖⎗⎘"], dtype=np.int64)
+_TABLE = TABLE_END
+_NUMBER_JOINERS = np.array([ord(c) for c in _JOINERS], dtype=np.int64)
 
 
 @cache

@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from datapipe.filters.document import FilterDoc
-from datapipe.kernels.utf8 import decode, every_character
+from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 from datapipe.runtime.evidence import Removal
 
 _COUNTER = re.compile(
@@ -154,7 +154,7 @@ KEEP, DROP, BOILERPLATE, COUNTER_OR_BOILERPLATE = 0, 1, 2, 3
 
 # what the pass reads of each code point below _TABLE (a text with one at or above it is judged line by line)
 _SPACE, _UPPER, _DIGIT, _LETTER = 1, 2, 4, 8
-_TABLE = 0x20000
+_TABLE = TABLE_END
 
 
 @cache
@@ -186,10 +186,10 @@ def _letters_bound(pattern: re.Pattern[str]) -> float:
             return _literal_letters(av)
         if op is sre.IN:
             return max((_in_item(o, a) for o, a in av), default=0)
-        if op in (sre.AT,):
+        if op is sre.AT:
             return 0
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-            low, high, sub = av
+            _, high, sub = av
             inner = seq(sub)
             if inner == 0:
                 return 0

@@ -7,6 +7,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+# the code points the compiled passes keep tables for: the Basic and Supplementary Multilingual Planes, every
+# script in use and the emoji; a text with a character beyond takes its pass's slower, exact path
+TABLE_END = 0x20000
+
 
 @numba.njit(cache=True, nogil=True)
 def decode(data, i):  # pragma: no cover - compiled
