@@ -119,6 +119,8 @@ def slow_or_crashing(item: str) -> str:
         os._exit(3)
     if item == "raise":
         raise ValueError("bad page")
+    if item.startswith("slow"):
+        time.sleep(0.4)
     return item.upper()
 
 
@@ -134,6 +136,17 @@ def test_sandbox_times_out_one_page_and_goes_on():
     assert isinstance(out[5], Failed) and out[5].reason == "error" and "bad page" in out[5].detail
     assert box.restarts == 2
     assert elapsed < 20
+
+
+def test_sandbox_time_limit_is_per_document_not_per_batch():
+    # five documents of 0.4 s each: the batch takes 2 s, each document well under its 1 s
+    box = Sandbox(slow_or_crashing, timeout_s=1.0)
+    try:
+        out = box.run([f"slow{i}" for i in range(5)] + ["hang", "slow5"])
+    finally:
+        box.close()
+    assert out[:5] == [f"SLOW{i}" for i in range(5)] and out[6] == "SLOW5"
+    assert out[5] == Failed("timeout", "> 1.0 s") and box.restarts == 1
 
 
 def test_sandbox_gives_the_same_text_as_in_process():

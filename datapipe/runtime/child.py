@@ -29,12 +29,16 @@ class Child:
     """A started child: ``conn`` talks to it; ``kill``, ``join``, ``is_alive`` and ``exitcode`` as on a
     ``multiprocessing.Process``."""
 
-    def __init__(self, target: Callable[..., Any], args: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self, target: Callable[..., Any], args: tuple[Any, ...] = (), pass_fds: tuple[int, ...] = ()
+    ) -> None:
+        """``pass_fds``: more open file descriptors the child inherits, under the same numbers (``args`` may name
+        them)."""
         ours, theirs = socket.socketpair()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
+                pass_fds=(theirs.fileno(), *pass_fds),
                 process_group=0,  # out of the terminal's group: Ctrl-C is the parent's to handle
                 close_fds=True,
             )
