@@ -265,10 +265,10 @@ class _RowWriter:
             self.flush()
 
     def flush(self) -> None:
-        import pyarrow as pa
+        from datapipe.io.arrow import table_from_rows
 
         if self.batch:
-            self.writer.write_table(pa.Table.from_pylist(self.batch, schema=schema()))
+            self.writer.write_table(table_from_rows(self.batch, schema()))
             self.rows += len(self.batch)
             self.batch = []
 

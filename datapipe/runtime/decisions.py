@@ -83,7 +83,9 @@ class RemovedLog:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist(self.rows, schema=removed_schema())
+        from datapipe.io.arrow import table_from_rows
+
+        table = table_from_rows(self.rows, removed_schema())
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         fs.write_bytes_atomic(url, sink.getvalue().to_pybytes())
