@@ -6,9 +6,12 @@ import time
 
 import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datapipe import HtmlExtractor
-from datapipe.extract.html import decode_html
+from datapipe.extract.analysis import main_content
+from datapipe.extract.html import decode_html, parser_input
 from datapipe.extract.sandbox import Failed, Sandbox
 from tests.conftest import CORPORA
 
@@ -155,3 +158,37 @@ def test_sandbox_gives_the_same_text_as_in_process():
     box = Sandbox(ex, timeout_s=10)
     assert box.run(items) == [ex(i) for i in items]
     box.close()
+
+
+PAGE = "<html><head><title>T</title></head><body><article><p>{}</p></article></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("payload", "charset", "kind"),
+    [
+        (PAGE.format("Grüße aus Köln, 東京").encode(), "utf-8", bytes),
+        (b"\xef\xbb\xbf" + PAGE.format("avec un BOM, déjà").encode(), "UTF-8", bytes),
+        (b"\xef\xbb\xbf\xef\xbb\xbf" + PAGE.format("two BOMs").encode(), "utf-8", bytes),
+        (PAGE.format("déjà vu").encode("cp1252"), "windows-1252", str),
+        (PAGE.format("déjà vu").encode("cp1252"), "utf-8", str),  # not UTF-8: detected, or replaced
+        (PAGE.format("ascii").encode(), None, str),  # nothing declared: resiliparse's detection, as before
+    ],
+)
+def test_the_parser_gets_the_pages_bytes_only_where_they_are_the_texts_utf8(payload, charset, kind):
+    given_input = parser_input(payload, charset)
+    assert isinstance(given_input, kind)
+    if kind is bytes:
+        assert given_input.decode("utf-8") == decode_html(payload, charset)
+    assert main_content(given_input) == main_content(decode_html(payload, charset))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    body=st.text(max_size=60),
+    encoding=st.sampled_from(["utf-8", "cp1252", "shift_jis", "utf-16"]),
+    declared=st.sampled_from([None, "utf-8", "UTF8", "windows-1252", "shift_jis", "utf-16", "bogus"]),
+    noise=st.binary(max_size=4),
+)
+def test_the_same_text_from_the_pages_bytes_as_from_its_decoded_text(body, encoding, declared, noise):
+    payload = PAGE.format(body).encode(encoding, errors="replace") + noise
+    assert main_content(parser_input(payload, declared)) == main_content(decode_html(payload, declared))

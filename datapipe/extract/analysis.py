@@ -71,7 +71,7 @@ def _letters(b: Block) -> int:
     return n if n >= DISCUSSION_PARAGRAPH else 0
 
 
-def analyze(html: str) -> Analysis:
+def analyze(html: str | bytes) -> Analysis:
     """Cut the page into blocks and decide each (the rules: :mod:`datapipe.extract.content`); the headline is the
     title."""
     walk, rules = compiled()
@@ -103,8 +103,9 @@ def _walk(walk: ModuleType, rules: WalkRules, node: int) -> Analysis:
     return Analysis(walker.blocks, walker.containers, decide(walker.blocks, walker.containers))
 
 
-def main_content(html: str, *, markdown: bool = False) -> tuple[str, str | None]:
-    """The main content of a page as text, and its title (:mod:`datapipe.extract.content` tells how it decides)."""
+def main_content(html: str | bytes, *, markdown: bool = False) -> tuple[str, str | None]:
+    """The main content of a page (its text, or its UTF-8 bytes) as text, and its title
+    (:mod:`datapipe.extract.content` tells how it decides)."""
     a = analyze(html)
     return a.text(markdown), a.title
 
