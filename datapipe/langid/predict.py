@@ -28,6 +28,7 @@ import struct
 import numba
 import numpy as np
 
+from datapipe.kernels.interned import Interned, fill, find, insert
 from datapipe.kernels.spans import same_span
 
 MAGIC, VERSION = 793712314, 12
@@ -80,41 +81,6 @@ def _decode(codes: np.ndarray, pq: tuple, rows: int, norms: np.ndarray | None) -
     return out
 
 
-def _power_of_two(n: int) -> int:
-    """The table sizes: probing wraps with a mask."""
-    return 1 << max(4, (n - 1).bit_length())
-
-
-class _Tokens:
-    """Distinct tokens (their bytes in one arena) in an open-addressing table, each with its row ids: the arrays a
-    compiled scan reads and extends. ``counts`` = [tokens, arena bytes used, row ids used]."""
-
-    def __init__(self, tokens: int = 1 << 14, arena: int = 1 << 18, ids: int = 1 << 16) -> None:
-        self.table = np.full(_power_of_two(4 * tokens), -1, dtype=np.int64)
-        self.hashes = np.zeros(tokens, dtype=np.uint64)
-        self.starts = np.zeros(tokens + 1, dtype=np.int64)  # token u's bytes: arena[starts[u]:starts[u + 1]]
-        self.arena = np.zeros(arena, dtype=np.uint8)
-        self.offsets = np.zeros(tokens + 1, dtype=np.int64)  # token u's rows: ids[offsets[u]:offsets[u + 1]]
-        self.ids = np.zeros(ids, dtype=np.int32)
-        self.counts = np.zeros(3, dtype=np.int64)
-
-    def reserve(self, tokens: int, arena: int, ids: int) -> None:
-        """Room for this many more of each (the most one text of a given length can add)."""
-        n, used, nids = (int(c) for c in self.counts)
-        if n + tokens + 1 > len(self.hashes):
-            size = max(2 * len(self.hashes), n + tokens + 1)
-            self.hashes = np.resize(self.hashes, size)
-            self.starts = np.resize(self.starts, size + 1)
-            self.offsets = np.resize(self.offsets, size + 1)
-        if 2 * (n + tokens) > len(self.table):
-            self.table = np.full(_power_of_two(4 * len(self.hashes)), -1, dtype=np.int64)
-            _rehash(self.table, self.hashes, n)
-        if used + arena > len(self.arena):
-            self.arena = np.resize(self.arena, max(2 * len(self.arena), used + arena))
-        if nids + ids > len(self.ids):
-            self.ids = np.resize(self.ids, max(2 * len(self.ids), nids + ids))
-
-
 class HsModel:
     """A loaded model: the vocabulary, the pruned n-gram table, the decoded input rows, the output rows and the
     Huffman tree of the labels. ``top(text)`` -> (label, probability) or None (no word at all)."""
@@ -142,10 +108,10 @@ class HsModel:
             self.rows_of_bucket[:] = -1
             self.rows_of_bucket[prune[:, 0]] = nwords + prune[:, 1]
         # the dictionary, for the scan to find a token's entry and whether it is a label
-        self.vocab = _Tokens(len(entries) + 1, sum(map(len, entries)) + 1, 1)
+        self.vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, 1)
         self.kinds = kinds
         lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
-        _fill_vocab(
+        fill(
             self.vocab.table,
             self.vocab.hashes,
             self.vocab.starts,
@@ -159,13 +125,13 @@ class HsModel:
         self.left, self.right = _huffman_tree(args["label_counts"])
         self.osz = len(self.labels)
         self.memo_size = memo_size
-        self._memo = _Tokens()
+        self._memo = Interned()
 
     def top(self, text: str) -> tuple[str, float] | None:
         """fastText's ``predict(text, k=1)`` for a text without newlines (fastText appends one: end of line)."""
         data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         if self._memo.counts[0] > self.memo_size:
-            self._memo = _Tokens()  # a memo, not a record: starting over changes no result
+            self._memo = Interned()  # a memo, not a record: starting over changes no result
         m, v = self._memo, self.vocab
         most = len(data) // 2 + 1  # tokens one text can add; each adds its bytes and at most these rows:
         m.reserve(most, len(data), (len(data) + 2 * most) * max(1, self.maxn - self.minn + 1) + most)
@@ -277,69 +243,6 @@ def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fnv(data, s, e):  # pragma: no cover - compiled
-    h = np.uint64(14695981039346656037)
-    for k in range(s, e):
-        h = (h ^ np.uint64(data[k])) * np.uint64(1099511628211)
-    return h
-
-
-@numba.njit(cache=True, nogil=True)
-def _slot(h, size):  # pragma: no cover - compiled
-    return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(size - 1))
-
-
-@numba.njit(cache=True, nogil=True)
-def _find(table, hashes, starts, arena, data, s, e, h):  # pragma: no cover - compiled
-    """The token ``data[s:e]`` (hash ``h``): (its number or -1, the free slot where it would go)."""
-    size = len(table)
-    slot = _slot(h, size)
-    while table[slot] >= 0:
-        u = table[slot]
-        if (
-            hashes[u] == h
-            and starts[u + 1] - starts[u] == e - s
-            and same_span(arena, starts[u], data, s, e - s)
-        ):
-            return u, slot
-        slot = (slot + 1) & (size - 1)
-    return -1, slot
-
-
-@numba.njit(cache=True, nogil=True)
-def _rehash(table, hashes, n):  # pragma: no cover - compiled
-    size = len(table)
-    for u in range(n):
-        slot = _slot(hashes[u], size)
-        while table[slot] >= 0:
-            slot = (slot + 1) & (size - 1)
-        table[slot] = u
-
-
-@numba.njit(cache=True, nogil=True)
-def _insert(table, slot, hashes, starts, arena, counts, data, s, e, h):  # pragma: no cover - compiled
-    """Add the token ``data[s:e]`` at the free ``slot`` that ``_find`` gave; returns its number."""
-    u, a = counts[0], counts[1]
-    table[slot] = u
-    hashes[u] = h
-    arena[a : a + e - s] = data[s:e]
-    starts[u + 1] = a + e - s
-    counts[0], counts[1] = u + 1, a + e - s
-    return u
-
-
-@numba.njit(cache=True, nogil=True)
-def _fill_vocab(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no cover - compiled
-    s = 0
-    for length in lengths:
-        e = s + length
-        h = _fnv(joined, s, e)
-        _, slot = _find(table, hashes, starts, arena, joined, s, e, h)
-        _insert(table, slot, hashes, starts, arena, counts, joined, s, e, h)
-        s = e
-
-
-@numba.njit(cache=True, nogil=True)
 def _subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragma: no cover - compiled
     """fastText's ``addSubwords`` for the token ``data[s:e]`` (word id ``wid`` or -1), written at ``ids[p:]``:
     the word's row, then ``computeSubwords("<" + token + ">")`` through ``pushHash`` (FNV-1a over signed bytes,
@@ -415,10 +318,10 @@ def _scan(
         e = pos
         if e - s == 4 and data[s] == 60 and data[s + 1] == 47 and data[s + 2] == 115 and data[s + 3] == 62:
             break  # a literal </s> ends fastText's line: it is the end-of-line token
-        u, slot = _find(table, hashes, starts, arena, data, s, e, h)
+        u, slot = find(table, hashes, starts, arena, data, s, e, h)
         if u < 0:
-            u = _insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
-            entry, _ = _find(vtable, vhashes, vstarts, varena, data, s, e, h)
+            u = insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
+            entry, _ = find(vtable, vhashes, vstarts, varena, data, s, e, h)
             if entry >= 0:
                 label = vkinds[entry] == 1
             else:  # not in the dictionary: a label by its prefix
