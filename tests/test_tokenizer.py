@@ -8,6 +8,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datapipe import DatapipeError, TokenizerConfig, load_tokenizer
 from datapipe.tokenize.tokenizer import build_gpt2
@@ -139,3 +141,64 @@ def test_the_stage_shares_a_bundled_tokenizer_and_rereads_a_file(tmp_path):
     path.write_text(tok.to_str())
     second = stage(TokenizerConfig(path=str(path))).tokenizer
     assert second.identity.sha256 != first.identity.sha256 and second.identity.vocab_size == 50258
+
+
+# -- GPT-2's split in compiled code (datapipe/tokenize/pieces.py) against tiktoken's own ---------------------------
+@pytest.fixture(scope="module")
+def gpt2_pieces():
+    from datapipe.tokenize.fast import gpt2_tiktoken
+    from datapipe.tokenize.pieces import PieceEncoder
+
+    enc, ranks, _ = gpt2_tiktoken(build_gpt2(), is_gpt2=True)
+    return enc, PieceEncoder(enc._core_bpe, ranks)
+
+
+def same_as_tiktoken(enc, pieces, text: str) -> bool:
+    """Whether the compiled split gives tiktoken's ids; True when it declines the text (tiktoken encodes it)."""
+    got = pieces.encode(text)
+    return got is None or got.tolist() == enc.encode_ordinary(text)
+
+
+def test_every_code_point_splits_as_tiktoken_splits_it(gpt2_pieces):
+    """Each code point the pass takes, in the places where the pattern's alternatives meet: after a space, inside
+    and after letters, digits and punctuation, after an apostrophe, around runs of white space, at the end."""
+    import numpy as np
+
+    from datapipe.kernels.utf8 import TABLE_END
+    from datapipe.tokenize.pieces import UNSURE, classes
+
+    enc, pieces = gpt2_pieces
+    table = classes()
+    sure = [c for c in range(TABLE_END) if table[c] != UNSURE and not 0xD800 <= c < 0xE000]
+    assert len(sure) > 80_000  # the assigned code points of both Unicode versions below the table end
+    contexts = ["a{c}b ", " {c}{c}x", "1{c}2 ", "'{c} ", "!{c}. ", "\n {c}  ", "{c}'s ", "  {c}\t{c}", "{c}"]
+    for start in range(0, len(sure), 2048):
+        text = "".join(ctx.format(c=chr(c)) for c in sure[start : start + 2048] for ctx in contexts)
+        got = pieces.encode(text)
+        assert got is not None and np.array_equal(got, enc.encode_ordinary(text)), hex(sure[start])
+    unsure = [c for c in range(TABLE_END) if table[c] == UNSURE and not 0xD800 <= c < 0xE000]
+    assert all(pieces.encode(f"a{chr(c)}b") is None for c in unsure[:: max(1, len(unsure) // 500)])
+    assert pieces.encode("beyond the table: \U00020000") is None and pieces.encode("a lone \ud800") is None
+
+
+ALPHABET = (
+    " \n\t\r\x0b\x0c\x1c\x85\xa0\u2003\u3000'sdmtlvreSA\u00e9\u4e2d1\u0663\u00bd!.\u0301\u200b\U0001f600-x"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=40))
+def test_texts_of_the_patterns_edge_characters_split_as_tiktoken_splits_them(gpt2_pieces, text):
+    assert same_as_tiktoken(*gpt2_pieces, text)
+
+
+def test_a_memo_that_starts_over_gives_the_same_ids(fixture_texts):
+    from datapipe.tokenize.fast import gpt2_tiktoken
+    from datapipe.tokenize.pieces import PieceEncoder
+
+    enc, ranks, _ = gpt2_tiktoken(build_gpt2(), is_gpt2=True)
+    small = PieceEncoder(enc._core_bpe, ranks, memo_pieces=50)
+    for text in fixture_texts[:40]:
+        assert same_as_tiktoken(enc, small, text)
+        assert small.encode(text) is not None
+    assert int(small._memo.counts[0]) - small._vocab_size <= 50 + max(len(t) for t in fixture_texts[:40])

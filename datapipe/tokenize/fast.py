@@ -26,6 +26,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from datapipe.tokenize.gpt2 import build_gpt2
+from datapipe.tokenize.pieces import PieceEncoder
 
 # GPT-2's pre-tokenizer regex (``tokenizers``' ByteLevel with use_regex, OpenAI's encoder.py)
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -61,10 +62,12 @@ def _gpt2_parts() -> dict[str, Any]:
     return _decisive(build_gpt2().to_str())
 
 
-def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[str, ...]] | None:
-    """``(encode, literals)`` when ``tok`` is GPT-2's tokenizer: ``encode(text)`` gives the ids ``tok`` gives for a
-    text without any of ``literals`` (its added tokens), as a uint32 array; None for any other tokenizer.
-    ``is_gpt2``: ``tok`` is the bundled GPT-2 itself (``builtin:gpt2``), so it need not be compared with it."""
+def gpt2_tiktoken(
+    tok: Tokenizer, is_gpt2: bool = False
+) -> tuple[Any, dict[bytes, int], tuple[str, ...]] | None:
+    """``(tiktoken encoding, its vocabulary as bytes -> id, the added tokens' literals)`` when ``tok`` is GPT-2's
+    tokenizer, else None. ``is_gpt2``: ``tok`` is the bundled GPT-2 itself (``builtin:gpt2``), so it need not be
+    compared with it."""
     if tok.get_vocab_size(with_added_tokens=True) != 50257:
         return None
     parts = _decisive(tok.to_str())
@@ -86,8 +89,25 @@ def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[
         token.translate(to_bytes).encode("latin-1"): i for token, i in vocab.items() if token not in literals
     }
     enc = tiktoken.Encoding("datapipe-gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    return enc, ranks, literals
+
+
+def fast_encoder(tok: Tokenizer, is_gpt2: bool = False) -> tuple[Encoder, tuple[str, ...]] | None:
+    """``(encode, literals)`` when ``tok`` is GPT-2's tokenizer: ``encode(text)`` gives the ids ``tok`` gives for a
+    text without any of ``literals`` (its added tokens), as a uint32 array; None for any other tokenizer."""
+    found = gpt2_tiktoken(tok, is_gpt2)
+    if found is None:
+        return None
+    enc, ranks, literals = found
+    # tiktoken's split in compiled code, its byte-pair encoding asked once per piece (datapipe.tokenize.pieces);
+    # tiktoken alone where its CoreBPE is not where this tiktoken keeps it
+    core = getattr(enc, "_core_bpe", None)
+    pieces = PieceEncoder(core, ranks) if hasattr(core, "encode_single_piece") else None
 
     def encode(text: str) -> np.ndarray:
+        got = pieces.encode(text) if pieces is not None else None
+        if got is not None:
+            return got
         return enc.encode_to_numpy(text, disallowed_special=()).astype(np.uint32, copy=False)
 
     return encode, literals

@@ -1,0 +1,226 @@
+"""GPT-2's pre-tokenizer in compiled code, each piece's token ids looked up in a memo that tiktoken fills.
+
+Why: tiktoken took 0.90 CPU s for the e2e benchmark's 1,512 kept pages (15.3M characters, one process), most of
+it in its regular expression (``fancy-regex``, whose look-ahead ``\\s+(?!\\S)`` keeps it off the fast engines). Here
+one compiled pass splits a text's UTF-8 bytes as :data:`datapipe.tokenize.fast.GPT2_PATTERN` does (0.06 s for
+the same pages) and finds each piece in a table: every vocabulary entry is its own id, and a piece that is not one
+gets the ids tiktoken's own byte-pair encoding gives it (``CoreBPE.encode_single_piece``, what tiktoken does with
+each match of its pattern), asked once per piece and process. So the ids are tiktoken's, by construction for a
+piece; the split is checked against tiktoken's for every code point the pass handles (``tests/test_tokenizer.py``).
+
+The pattern, ``'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``, leftmost
+alternative first, at each place where the last piece ended:
+
+- an apostrophe followed by ``s``, ``d``, ``m`` or ``t``, or by ``ll``, ``ve`` or ``re`` (lower case only) is a
+  piece, whatever follows it;
+- otherwise a space followed by a letter, a digit or another character (not white space) starts a piece of that
+  class, as does such a character itself; the piece runs while the class does (an apostrophe inside a run of
+  other characters stays in it);
+- a run of white space is a piece less its last character when a character that is not white space follows it and
+  the run is longer than one (that last space starts the next piece); else it is the whole run.
+
+Classes: ``\\p{L}`` and ``\\p{N}`` as the ``regex`` module reads them, and Unicode's White_Space property (what
+``\\s`` is in Rust's regex, not ``str.isspace``, which adds U+001C-U+001F). A text holding a code point at or above
+:data:`~datapipe.kernels.utf8.TABLE_END`, one that ``regex`` and Python's ``unicodedata`` class differently, or
+that either has as unassigned (Unicode versions differ between them and tiktoken's build: a letter new in one is
+an unassigned character in another) goes to tiktoken whole; so does a text with a lone surrogate.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import cache
+from typing import Any
+
+import numba
+import numpy as np
+
+from datapipe.kernels.interned import Interned, fill, find, fnv, insert
+from datapipe.kernels.utf8 import TABLE_END, decode, every_character
+
+OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
+# Unicode's White_Space property (PropList.txt): what \s matches in Rust's regex
+WHITE_SPACE = (
+    *range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+)  # fmt: skip
+MEMO_PIECES = 1_000_000  # distinct pieces a worker remembers beyond the vocabulary before it starts over
+
+
+@cache
+def classes() -> np.ndarray:
+    """Each code point below ``TABLE_END``: OTHER, LETTER, NUMBER, SPACE, or UNSURE (see the module's docstring)."""
+    import regex
+
+    chars = every_character(TABLE_END)
+    ours = np.zeros(TABLE_END, dtype=np.uint8)  # as the regex module reads them
+    for kind, pattern in ((LETTER, r"\p{L}+"), (NUMBER, r"\p{N}+")):
+        for m in regex.finditer(pattern, chars):
+            ours[m.start() : m.end()] = kind  # a character's place in ``chars`` is its code point
+    ours[list(WHITE_SPACE)] = SPACE
+    category = np.array(list(map(unicodedata.category, chars)))
+    theirs = np.where(
+        np.char.startswith(category, "L"), LETTER, np.where(np.char.startswith(category, "N"), NUMBER, OTHER)
+    ).astype(np.uint8)
+    theirs[list(WHITE_SPACE)] = SPACE
+    unassigned = category == "Cn"
+    for m in regex.finditer(r"[\p{Cn}\p{Cs}]+", chars):
+        unassigned[m.start() : m.end()] = True
+    ours[(ours != theirs) | unassigned] = UNSURE
+    return ours
+
+
+@numba.njit(cache=True, nogil=True)
+def _split(data, classes, points, starts):  # pragma: no cover - compiled
+    """The text's code points, and where each starts in ``data``; -1 when one is UNSURE or beyond the table."""
+    m, i, n = 0, 0, len(data)
+    while i < n:
+        c, length = decode(data, i)
+        if c >= len(classes) or classes[c] == 4:
+            return -1
+        points[m], starts[m] = c, i
+        m += 1
+        i += length
+    starts[m] = n
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def _piece_end(points, m, i, classes):  # pragma: no cover - compiled
+    """Where the piece that starts at code point ``i`` ends (GPT2_PATTERN, as the module's docstring tells)."""
+    c = points[i]
+    if c == 39 and i + 1 < m:  # an apostrophe: 's 'd 'm 't, 'll 've 're
+        d = points[i + 1]
+        if d == 115 or d == 100 or d == 109 or d == 116:
+            return i + 2
+        if i + 2 < m:
+            e = points[i + 2]
+            if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
+                return i + 3
+    if c == 32 and i + 1 < m and classes[points[i + 1]] != 3:  # a space, then a letter, digit or other
+        kind, j = classes[points[i + 1]], i + 1
+    else:
+        kind, j = classes[c], i
+    if kind == 3:  # white space
+        while j < m and classes[points[j]] == 3:
+            j += 1
+        return j if j == m or j - 1 == i else j - 1
+    while j < m and classes[points[j]] == kind:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode(
+    data, points, starts, m, table, hashes, arena_starts, arena, offsets, ids, classes, out, missing
+):  # pragma: no cover - compiled
+    """The text's token ids into ``out`` and the pieces without an entry (byte spans) into ``missing``: (ids
+    written, pieces missing); the ids are whole only when none is missing. (-1, 0): the split made no progress."""
+    k, nm, i = 0, 0, 0
+    while i < m:
+        j = _piece_end(points, m, i, classes)
+        if j <= i:  # never (every piece holds a character), but a kernel that writes by index must not loop
+            return -1, 0
+        s, e = starts[i], starts[j]
+        u, _ = find(table, hashes, arena_starts, arena, data, s, e, fnv(data, s, e))
+        if u < 0:
+            missing[nm, 0], missing[nm, 1] = s, e
+            nm += 1
+        else:
+            for q in range(offsets[u], offsets[u + 1]):
+                out[k] = ids[q]
+                k += 1
+        i = j
+    return k, nm
+
+
+@numba.njit(cache=True, nogil=True)
+def _add(
+    table, hashes, arena_starts, arena, offsets, ids, counts, data, spans, piece_ids, ends
+):  # pragma: no cover - compiled
+    """Remember the pieces ``data[s:e]`` of ``spans`` (none in the table yet), the ids of piece ``p`` being
+    ``piece_ids[ends[p - 1]:ends[p]]``."""
+    first = 0
+    for p in range(len(spans)):
+        s, e = spans[p, 0], spans[p, 1]
+        h = fnv(data, s, e)
+        _, slot = find(table, hashes, arena_starts, arena, data, s, e, h)
+        u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, e, h)
+        q = counts[2]
+        n = ends[p] - first
+        ids[q : q + n] = piece_ids[first : ends[p]]
+        offsets[u + 1] = q + n
+        counts[2] = q + n
+        first = ends[p]
+
+
+class PieceEncoder:
+    """``encode(text)``: tiktoken's ids for ``text`` (``encode_ordinary``), or None for a text the compiled split
+    does not take (the caller asks tiktoken)."""
+
+    def __init__(self, core: Any, ranks: dict[bytes, int], memo_pieces: int = MEMO_PIECES) -> None:
+        """``core``: the tiktoken ``CoreBPE`` whose ``encode_single_piece`` gives a piece's ids; ``ranks``: its
+        vocabulary (each entry's bytes -> its id)."""
+        self.core = core
+        self.memo_pieces = memo_pieces
+        entries = sorted(ranks, key=ranks.__getitem__)
+        vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, len(entries) + 1)
+        lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
+        fill(
+            vocab.table,
+            vocab.hashes,
+            vocab.starts,
+            vocab.arena,
+            vocab.counts,
+            np.frombuffer(b"".join(entries), dtype=np.uint8),
+            lengths,
+        )
+        n = len(entries)
+        vocab.offsets[: n + 1] = np.arange(n + 1)
+        vocab.ids[:n] = np.fromiter((ranks[e] for e in entries), dtype=np.int32, count=n)
+        vocab.counts[2] = n
+        self._vocab, self._vocab_size = vocab, n
+        self._memo = vocab.copy()  # the vocabulary itself is never written: the memo starts over from it
+
+    def encode(self, text: str) -> np.ndarray | None:
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate
+            return None
+        data = np.frombuffer(raw, dtype=np.uint8)
+        points = np.empty(len(data), dtype=np.int32)
+        starts = np.empty(len(data) + 1, dtype=np.int64)
+        table = classes()
+        m = _split(data, table, points, starts)
+        if m < 0:
+            return None
+        if int(self._memo.counts[0]) - self._vocab_size > self.memo_pieces:
+            self._memo = self._vocab.copy()  # a memo, not a record: starting over changes no id
+        out = np.empty(len(data), dtype=np.uint32)  # a token is at least one byte
+        missing = np.empty((m, 2), dtype=np.int64)
+        while True:
+            memo = self._memo
+            k, nm = _encode(
+                data, points, starts, m, memo.table, memo.hashes, memo.starts, memo.arena, memo.offsets,
+                memo.ids, table, out, missing,
+            )  # fmt: skip
+            if k < 0:
+                return None
+            if nm == 0:
+                return out[:k]
+            self._learn(data, raw, missing[:nm])
+
+    def _learn(self, data: np.ndarray, raw: bytes, spans: np.ndarray) -> None:
+        """Ask tiktoken for the ids of each piece not yet in the memo, and remember them."""
+        first: dict[bytes, int] = {}  # each distinct piece -> its first span
+        for p, (s, e) in enumerate(spans.tolist()):
+            first.setdefault(raw[s:e], p)
+        distinct = spans[list(first.values())]
+        found = [self.core.encode_single_piece(piece) for piece in first]
+        ends = np.cumsum(np.fromiter(map(len, found), dtype=np.int64, count=len(found)))
+        piece_ids = np.fromiter((i for ids in found for i in ids), dtype=np.int32, count=int(ends[-1]))
+        memo = self._memo
+        memo.reserve(len(found), int((distinct[:, 1] - distinct[:, 0]).sum()), len(piece_ids))
+        _add(
+            memo.table, memo.hashes, memo.starts, memo.arena, memo.offsets, memo.ids, memo.counts,
+            data, distinct, piece_ids, ends,
+        )  # fmt: skip
