@@ -192,3 +192,33 @@ def test_the_parser_gets_the_pages_bytes_only_where_they_are_the_texts_utf8(payl
 def test_the_same_text_from_the_pages_bytes_as_from_its_decoded_text(body, encoding, declared, noise):
     payload = PAGE.format(body).encode(encoding, errors="replace") + noise
     assert main_content(parser_input(payload, declared)) == main_content(decode_html(payload, declared))
+
+
+def unpicklable_for_bad(item: str):
+    """Runs in the sandbox's child: a result that cannot be pickled for 'bad' (a lambda), the item otherwise."""
+    return (lambda: None) if item == "bad" else item
+
+
+def test_a_result_that_cannot_cross_fails_its_document_only():
+    box = Sandbox(unpicklable_for_bad, timeout_s=10)
+    try:
+        out = box.run(["a", "bad", "b"])
+    finally:
+        box.close()
+    assert out[0] == "a" and out[2] == "b" and box.restarts == 0
+    assert isinstance(out[1], Failed) and out[1].reason == "error" and "pickled" in out[1].detail
+
+
+@pytest.mark.parametrize("memfd", [True, False])
+def test_the_progress_map_works_with_and_without_anonymous_memory(monkeypatch, memfd):
+    import os
+
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create on this system")
+    box = Sandbox(slow_or_crashing, timeout_s=1.0)
+    try:
+        assert box.run(["a", "hang", "b"]) == ["A", Failed("timeout", "> 1.0 s"), "B"]
+    finally:
+        box.close()

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
+import pickle
 import signal
 import tempfile
 import time
@@ -90,7 +92,32 @@ def _child(conn, fn: Callable[[Any], Any], warmup: Any, progress_fd: int) -> Non
             except Exception as e:  # the document fails, the worker goes on
                 out = Failed("error", f"{type(e).__name__}: {e}"[:500])
             outs.append(out)
-        conn.send(outs)
+        try:
+            conn.send(outs)
+        except (pickle.PicklingError, TypeError, AttributeError):  # pickling fails before a byte is written
+            conn.send([_picklable(out) for out in outs])
+
+
+def _picklable(out: Any) -> Any:
+    """``out``, or the document's failure when its result cannot cross to the parent."""
+    try:
+        pickle.dumps(out)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        return Failed("error", f"the result cannot be pickled: {type(e).__name__}: {e}"[:500])
+    return out
+
+
+def _shared_memory(size: int) -> int:
+    """A descriptor of ``size`` zeroed bytes a child can map: anonymous memory where the system has it (Linux),
+    else an unnamed temporary file."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            fd = os.memfd_create("datapipe-sandbox-progress", os.MFD_CLOEXEC)
+            os.ftruncate(fd, size)
+            return fd
+    with tempfile.TemporaryFile() as f:
+        f.truncate(size)
+        return os.dup(f.fileno())
 
 
 class Sandbox:
@@ -113,13 +140,14 @@ class Sandbox:
             self._start()
 
     def _start(self) -> None:
-        with tempfile.TemporaryFile() as shared:  # the child maps it by its descriptor; nothing has its name
-            shared.truncate(16)
-            fd = shared.fileno()
+        fd = _shared_memory(16)
+        try:
             self._progress = _Progress(fd)
             # a process group of its own: a Ctrl-C at the terminal reaches the build, never this child
             # (datapipe.runtime.child)
             self._proc = Child(_child, (self.fn, self.warmup, fd), pass_fds=(fd,))
+        finally:
+            os.close(fd)  # each side's map holds its own reference
         self._conn = self._proc.conn
         self._starting = True
 
