@@ -214,10 +214,8 @@ class Sandbox:
             except (EOFError, OSError):
                 current = max(self._progress.read()[0] - before - 1, 0)
                 return None, min(current, n - 1), Failed("crash", "the extraction process died")
-            if self._progress.read() == (
-                count,
-                started,
-            ):  # no new item began while we waited: this one is over time
+            unchanged = self._progress.read() == (count, started)
+            if unchanged:  # no new item began while we waited: this one is over time
                 return None, current, Failed("timeout", f"> {self.timeout_s} s")
 
     def close(self) -> None:

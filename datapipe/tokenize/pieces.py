@@ -75,7 +75,7 @@ def _split(data, classes, points, starts):  # pragma: no cover - compiled
     m, i, n = 0, 0, len(data)
     while i < n:
         c, length = decode(data, i)
-        if c >= len(classes) or classes[c] == 4:
+        if c >= len(classes) or classes[c] == UNSURE:
             return -1
         points[m], starts[m] = c, i
         m += 1
@@ -96,12 +96,12 @@ def _piece_end(points, m, i, classes):  # pragma: no cover - compiled
             e = points[i + 2]
             if (d == 108 and e == 108) or (d == 118 and e == 101) or (d == 114 and e == 101):
                 return i + 3
-    if c == 32 and i + 1 < m and classes[points[i + 1]] != 3:  # a space, then a letter, digit or other
+    if c == 32 and i + 1 < m and classes[points[i + 1]] != SPACE:  # a space, then a letter, digit or other
         kind, j = classes[points[i + 1]], i + 1
     else:
         kind, j = classes[c], i
-    if kind == 3:  # white space
-        while j < m and classes[points[j]] == 3:
+    if kind == SPACE:
+        while j < m and classes[points[j]] == SPACE:
             j += 1
         return j if j == m or j - 1 == i else j - 1
     while j < m and classes[points[j]] == kind:
