@@ -181,6 +181,18 @@ def test_every_code_point_splits_as_tiktoken_splits_it(gpt2_pieces):
     assert pieces.encode("beyond the table: \U00020000") is None and pieces.encode("a lone \ud800") is None
 
 
+def test_a_text_over_the_bound_goes_to_tiktoken(gpt2_pieces):
+    from datapipe.tokenize.fast import gpt2_tiktoken
+    from datapipe.tokenize.pieces import PieceEncoder
+
+    enc, ranks, _ = gpt2_tiktoken(build_gpt2(), is_gpt2=True)
+    bounded = PieceEncoder(enc._core_bpe, ranks, max_chars=10)
+    assert bounded.encode("short text") is not None and bounded.encode("a longer text") is None
+    tok = load_tokenizer(TokenizerConfig("builtin:gpt2"))
+    text = "word " * 300_000  # over the default bound: the fast path's tiktoken encodes it
+    assert len(text) > 1 << 20 and tok.encode_arrays([text])[0].tolist()[:-1] == enc.encode_ordinary(text)
+
+
 ALPHABET = (
     " \n\t\r\x0b\x0c\x1c\x85\xa0\u2003\u3000'sdmtlvreSA\u00e9\u4e2d1\u0663\u00bd!.\u0301\u200b\U0001f600-x"
 )

@@ -23,7 +23,8 @@ Classes: ``\\p{L}`` and ``\\p{N}`` as the ``regex`` module reads them, and Unico
 ``\\s`` is in Rust's regex, not ``str.isspace``, which adds U+001C-U+001F). A text holding a code point at or above
 :data:`~datapipe.kernels.utf8.TABLE_END`, one that ``regex`` and Python's ``unicodedata`` class differently, or
 that either has as unassigned (Unicode versions differ between them and tiktoken's build: a letter new in one is
-an unassigned character in another) goes to tiktoken whole; so does a text with a lone surrogate.
+an unassigned character in another) goes to tiktoken whole; so does a text with a lone surrogate, and one over
+:data:`MAX_CHARS` characters (the pass holds ~30 bytes per byte of text; tiktoken splits as it goes).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ WHITE_SPACE = (
     *range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
 )  # fmt: skip
 MEMO_PIECES = 1_000_000  # distinct pieces a worker remembers beyond the vocabulary before it starts over
+# a longer text goes to tiktoken, which splits as it goes: the pass's arrays take ~30 bytes per byte of text
+MAX_CHARS = 1 << 20
 
 
 @cache
@@ -157,11 +160,14 @@ class PieceEncoder:
     """``encode(text)``: tiktoken's ids for ``text`` (``encode_ordinary``), or None for a text the compiled split
     does not take (the caller asks tiktoken)."""
 
-    def __init__(self, core: Any, ranks: dict[bytes, int], memo_pieces: int = MEMO_PIECES) -> None:
+    def __init__(
+        self, core: Any, ranks: dict[bytes, int], memo_pieces: int = MEMO_PIECES, max_chars: int = MAX_CHARS
+    ) -> None:
         """``core``: the tiktoken ``CoreBPE`` whose ``encode_single_piece`` gives a piece's ids; ``ranks``: its
         vocabulary (each entry's bytes -> its id)."""
         self.core = core
         self.memo_pieces = memo_pieces
+        self.max_chars = max_chars
         entries = sorted(ranks, key=ranks.__getitem__)
         vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, len(entries) + 1)
         lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
@@ -182,6 +188,8 @@ class PieceEncoder:
         self._memo = vocab.copy()  # the vocabulary itself is never written: the memo starts over from it
 
     def encode(self, text: str) -> np.ndarray | None:
+        if len(text) > self.max_chars:
+            return None
         try:
             raw = text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate
