@@ -13,7 +13,8 @@ as before, which converts or refuses it as it always did. Where the fast path is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -79,11 +80,11 @@ def table_from_rows(rows: Sequence[dict[str, Any]], schema: Any) -> Any:
     """``pyarrow.Table.from_pylist(rows, schema=schema)``, column by column from buffers where it can be."""
     import pyarrow as pa
 
-    builders = {
-        pa.string(): lambda vs: _strings(vs),
-        pa.int32(): lambda vs: _numbers(vs, pa.int32(), 32),
-        pa.int64(): lambda vs: _numbers(vs, pa.int64(), 64),
-        pa.float64(): lambda vs: _numbers(vs, pa.float64(), None),
+    builders: dict[Any, Callable[[list[Any]], Any]] = {
+        pa.string(): _strings,
+        pa.int32(): partial(_numbers, arrow_type=pa.int32(), bits=32),
+        pa.int64(): partial(_numbers, arrow_type=pa.int64(), bits=64),
+        pa.float64(): partial(_numbers, arrow_type=pa.float64(), bits=None),
     }
     try:
         columns = []

@@ -31,6 +31,7 @@ class Interned:
         self.counts = np.zeros(3, dtype=np.int64)
 
     def copy(self) -> Interned:
+        """An independent table with the same entries (a memo that grows from a vocabulary it must not write)."""
         other = Interned.__new__(Interned)
         for name in ("table", "hashes", "starts", "arena", "offsets", "ids", "counts"):
             setattr(other, name, getattr(self, name).copy())
@@ -95,7 +96,7 @@ def rehash(table, hashes, n):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def insert(table, slot, hashes, starts, arena, counts, data, s, e, h):  # pragma: no cover - compiled
-    """Add the token ``data[s:e]`` at the free ``slot`` that ``_find`` gave; returns its number."""
+    """Add the token ``data[s:e]`` at the free ``slot`` that :func:`find` gave; returns its number."""
     u, a = counts[0], counts[1]
     table[slot] = u
     hashes[u] = h
