@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -43,6 +44,119 @@ def test_word_splitter_equals_spacy(fixture_texts):
         nlp.max_length = len(text) + 10
         expected = [t.text.strip() for t in nlp(text) if t.text.strip()]
         assert mine.split(text) == expected
+
+
+def _words_from_ids(splitter: WordSplitter, text: str) -> list[str] | None:
+    got = splitter.split_ids(text)
+    if got is None:
+        return None
+    ids, table = got
+    return [table.words[i] for i in ids.tolist()]
+
+
+def test_word_ids_name_the_words_split_gives(fixture_texts):
+    """The compiled chunk split with its memo of ids gives, word for word, what ``split`` gives, on every fixture
+    document (one splitter for all, so later documents read a warm memo)."""
+    mine, ids = WordSplitter(), WordSplitter()
+    for text in fixture_texts:
+        assert _words_from_ids(ids, text) == mine.split(text)
+
+
+@functools.cache
+def _shared(purpose: str) -> WordSplitter:
+    """One splitter per purpose for a property test's examples (building one takes ~0.1 s)."""
+    return WordSplitter()
+
+
+# every code point str.split splits on, beside characters that look like white space and are not
+_SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+_NOT_SPACES = ["\u200b", "\u2060", "\ufeff", "\x00", "\u180e"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_SPACES + _NOT_SPACES),
+            st.sampled_from(
+                ["dont", "e.g.", ":)", "U.S.", "(a)", "10km", "it's", "well-known", "x.com", "é"]
+            ),
+            st.text(alphabet=st.sampled_from(list("aZ9.,;:()-'\"$%/") + ["é", "\U0001d538"]), max_size=6),
+        ),
+        max_size=30,
+    )
+)
+def test_word_ids_on_every_kind_of_white_space(pieces):
+    """Chunks end exactly where ``str.split`` ends them (U+001C-U+001F and U+0085 split, U+200B and U+FEFF do
+    not), and chunks that spaCy's special cases decide (tier 3) are named as ``split`` names them."""
+    text = "".join(pieces)
+    assert _words_from_ids(_shared("ids"), text) == _shared("words").split(text)
+
+
+def test_white_space_table_is_str_isspace_and_nothing_lies_beyond_it():
+    from datapipe.kernels.utf8 import TABLE_END
+    from datapipe.languages.chunk_ids import white_space
+
+    table = white_space()
+    assert table.tolist() == [chr(c).isspace() for c in range(TABLE_END)]
+    assert not any(chr(c).isspace() for c in range(TABLE_END, 0x110000))
+
+
+def test_word_ids_start_over_when_the_memo_is_full_and_after_a_failed_split():
+    from datapipe.languages.chunk_ids import ChunkIds
+
+    splitter = WordSplitter()
+    calls = []
+
+    def words_of(chunks):
+        calls.append(chunks)
+        if "boom" in chunks:
+            raise RuntimeError("boom")
+        return splitter.words_of(chunks)
+
+    memo = ChunkIds(words_of, memo_size=3)
+    text = "one two, three (four) five one"
+
+    def words(t):
+        ids, table = memo.split(t)
+        return [table.words[i] for i in ids.tolist()]
+
+    assert words(text) == splitter.split(text)
+    first_table = memo.table
+    assert words("six seven") == ["six", "seven"]  # more than 3 chunks were held: a fresh memo and table
+    assert memo.table is not first_table and first_table.words[:2] == ["one", "two"]  # the old stays whole
+    with pytest.raises(RuntimeError):
+        memo.split("eight boom nine")
+    assert words("eight nine boom2") == ["eight", "nine", "boom2"]  # no chunk was left without its words
+    assert calls[-1] == ["eight", "nine", "boom2"]
+    assert memo.split("lone \ud800 surrogate") is None
+    assert ChunkIds(words_of, memo_size=3, max_chars=10).split("eleven char") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "ab", "ba", "abc", "c", "cab", "the", "of", ".", "—"]), max_size=80)
+)
+def test_word_index_from_ids_equals_the_index_from_words(words):
+    """An index gathered from ids in a table of words counts exactly as one built from the words themselves."""
+    from datapipe.filters.wordindex import WordIndex
+    from datapipe.languages.chunk_ids import WordTable
+
+    table = WordTable()
+    table.runs([["unused", "b"]])  # ids that are not first-occurrence numbers
+    (ids,) = table.runs([words])
+    import numpy as np
+
+    built, gathered = WordIndex(words), WordIndex.from_ids(np.array(ids, dtype=np.int32), table)
+    assert gathered.words == words and len(gathered) == len(built)
+    assert gathered.non_symbol() == built.non_symbol()
+    for n in (2, 3, 4):
+        if len(words) >= n:
+            assert gathered.top_chars(n) == built.top_chars(n)
+    for n in (5, 7, 10):
+        assert gathered.duplicate_chars(n) == built.duplicate_chars(n)
+    for wanted in (("the", "of", "and"), ("zzz",), ("a", "a", "b")):
+        assert gathered.present(wanted) == built.present(wanted) == len(set(wanted) & set(words))
 
 
 ORACLES = {

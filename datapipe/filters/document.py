@@ -32,14 +32,14 @@ class FilterDoc:
     @text.setter
     def text(self, value: str) -> None:
         self._text = value
-        for name in ("words", "words_hold_spaces", "index"):
+        for name in ("words_hold_spaces", "index"):
             self.__dict__.pop(name, None)
 
-    @cached_property
+    @property
     def words(self) -> list[str]:
         """Words exactly as datatrove's word tokenizer for the language splits them (see :mod:`datapipe.languages.spacy_words`
         and :mod:`datapipe.languages.words`)."""
-        return (self._words_by or splitter("en")).split(self._text)
+        return self.index.words
 
     @cached_property
     def words_hold_spaces(self) -> bool:
@@ -53,7 +53,11 @@ class FilterDoc:
 
     @cached_property
     def index(self) -> WordIndex:
-        """The words as arrays, for the rules that count over every word (:mod:`datapipe.filters.wordindex`)."""
+        """The words as arrays, for the rules that count over every word (:mod:`datapipe.filters.wordindex`):
+        from their ids when the splitter gives them (``split_ids``), else from the words."""
         from datapipe.filters.wordindex import WordIndex
 
-        return WordIndex(self.words)
+        by = self._words_by or splitter("en")
+        split_ids = getattr(by, "split_ids", None)
+        got = split_ids(self._text) if split_ids is not None else None
+        return WordIndex(by.split(self._text)) if got is None else WordIndex.from_ids(*got)

@@ -31,8 +31,7 @@ class GopherQuality:
 
     def __call__(self, doc: FilterDoc) -> str | None:
         text = doc.text
-        words = doc.words
-        n_words = len(words)
+        n_words = len(doc.index)
         if n_words == 0:
             return Removal("gopher_short_doc", "words", 0)
         # one compiled walk over the words: the same counts as datatrove's per-word loops
@@ -85,7 +84,7 @@ class GopherQuality:
                         self.max_ellipsis_lines_ratio,
                     )
         if self.max_non_alpha_words_ratio:
-            counts = Counter(words)  # per distinct word, weighted by its count
+            counts = Counter(doc.words)  # per distinct word, weighted by its count
             alpha = sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
             if alpha / n_words < self.max_non_alpha_words_ratio:
                 return Removal(
@@ -95,10 +94,7 @@ class GopherQuality:
                     "<",
                     self.max_non_alpha_words_ratio,
                 )
-        if (
-            self.min_stop_words
-            and (stops := len(set(self.stop_words).intersection(words))) < self.min_stop_words
-        ):
+        if self.min_stop_words and (stops := doc.index.present(self.stop_words)) < self.min_stop_words:
             return Removal("gopher_enough_stop_words", "stop_words", stops, "<", self.min_stop_words)
         return None
 
@@ -193,7 +189,7 @@ class GopherRepetition:
         # "kiểm tra"), two different splits can join to one string, so those documents count joined strings
         top = partial(top_joined_chars, doc.words) if doc.words_hold_spaces else index.top_chars
         for n, frac in self.top_n_grams:
-            if len(doc.words) >= n and (share := top(n) / len(text)) > frac:
+            if len(index) >= n and (share := top(n) / len(text)) > frac:
                 return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", share, ">", frac)
         for n, frac in self.dup_n_grams:
             if (share := index.duplicate_chars(n) / len(text)) > frac:

@@ -12,6 +12,7 @@ import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
 from datapipe.kernels.spans import same_span
+from datapipe.languages.chunk_ids import WordTable, gather
 
 # code point -> whether it is one of datatrove's punctuation characters (a word made only of them is a symbol)
 _PUNCTUATION = np.zeros(max(map(ord, PUNCTUATION_SET)) + 1, dtype=np.bool_)
@@ -25,15 +26,49 @@ class WordIndex:
     n-grams compare as the concatenation of their words, as datatrove's ``find_all_duplicate`` does ("ab"+"c"
     equals "a"+"bc"): their table holds a polynomial hash of that character span, and a hash that matches is
     confirmed character by character, so the counts are exact.
+
+    Built from the words (``WordIndex(words)``), or from their ids in a table of words (:meth:`from_ids`, what
+    a chunk-memoizing splitter gives: the lengths and code points are gathered, not measured again).
     """
 
     def __init__(self, words: list[str]) -> None:
-        self.words = words
+        self._words: list[str] | None = words
+        self._table: WordTable | None = None
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         self.ends = np.cumsum(self.lengths)
         self.codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
         self._ids: np.ndarray | None = None
         self._prefix: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_ids(cls, ids: np.ndarray, table: WordTable) -> WordIndex:
+        """The index of the words ``table.words[i] for i in ids``."""
+        self = cls.__new__(cls)
+        self._words, self._table = None, table
+        self.lengths = table.lengths[ids]
+        self.ends = np.cumsum(self.lengths)
+        self.codes = gather(table.codes, table.starts, ids)
+        self._ids = ids
+        self._prefix = None
+        return self
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def words(self) -> list[str]:
+        """The words, as text (made from the table on first use when built from ids)."""
+        if self._words is None:
+            assert self._table is not None and self._ids is not None
+            self._words = list(map(self._table.words.__getitem__, self._ids.tolist()))
+        return self._words
+
+    def present(self, words: tuple[str, ...]) -> int:
+        """How many of ``words`` occur: ``len(set(words).intersection(self.words))``."""
+        if self._table is None:
+            return len(set(words).intersection(self.words))
+        wanted = [self._table.number[w] for w in set(words) if w in self._table.number]
+        return int(_present(self.ids, np.array(wanted, dtype=np.int64))) if wanted else 0
 
     @property
     def ids(self) -> np.ndarray:
@@ -59,7 +94,7 @@ class WordIndex:
 
     def duplicate_chars(self, n: int) -> int:
         """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
-        if len(self.words) - n + 1 <= 1:
+        if len(self) - n + 1 <= 1:
             return 0
         if self._prefix is None:
             self._prefix = _prefix_hashes(self.codes)
@@ -205,3 +240,18 @@ def _non_symbol(codes, ends, punctuation):  # pragma: no cover - compiled
                 break
         start = end
     return n, chars
+
+
+@numba.njit(cache=True, nogil=True)
+def _present(ids, wanted):  # pragma: no cover - compiled
+    """How many of the distinct ``wanted`` ids occur in ``ids`` (stops once all are found)."""
+    found = np.zeros(len(wanted), dtype=np.bool_)
+    left = len(wanted)
+    for w in ids:
+        for j in range(len(wanted)):
+            if wanted[j] == w and not found[j]:
+                found[j] = True
+                left -= 1
+                if left == 0:
+                    return len(wanted)
+    return len(wanted) - left

@@ -5,6 +5,9 @@ below are called from inside ``numba`` kernels, which find a string by its FNV-1
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import chain
+
 import numba
 import numpy as np
 
@@ -52,6 +55,38 @@ class Interned:
             self.arena = np.resize(self.arena, max(2 * len(self.arena), used + arena))
         if nids + ids > len(self.ids):
             self.ids = np.resize(self.ids, max(2 * len(self.ids), nids + ids))
+
+    def add(self, data: np.ndarray, spans: np.ndarray, runs: Sequence[Sequence[int]]) -> None:
+        """Remember the tokens ``data[s:e]`` of ``spans`` (distinct, none in the table yet), token ``p``'s ids
+        being ``runs[p]``."""
+        ends = np.cumsum(np.fromiter(map(len, runs), dtype=np.int64, count=len(runs)))
+        total = int(ends[-1]) if len(runs) else 0
+        run_ids = np.fromiter(chain.from_iterable(runs), dtype=np.int32, count=total)
+        self.reserve(len(runs), int((spans[:, 1] - spans[:, 0]).sum()), total)
+        add_runs(
+            self.table, self.hashes, self.starts, self.arena, self.offsets, self.ids, self.counts,
+            data, spans, run_ids, ends,
+        )  # fmt: skip
+
+    def set_runs(self, first: int, runs: Sequence[Sequence[int]]) -> None:
+        """The ids of the tokens added last, from number ``first`` on, in order: token ``first + p``'s are
+        ``runs[p]`` (a scan that adds what it does not find leaves their ids to its caller)."""
+        lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+        total = int(lengths.sum())
+        self.reserve(0, 0, total)
+        q = int(self.counts[2])
+        self.ids[q : q + total] = np.fromiter(chain.from_iterable(runs), dtype=np.int32, count=total)
+        self.offsets[first + 1 : first + 1 + len(runs)] = q + np.cumsum(lengths)
+        self.counts[2] = q + total
+
+
+def distinct_spans(raw: bytes, spans: np.ndarray) -> dict[bytes, int]:
+    """Each distinct token among ``raw[s:e]`` of ``spans`` -> the index of its first span (a text's new tokens,
+    each to be remembered once)."""
+    first: dict[bytes, int] = {}
+    for p, (s, e) in enumerate(spans.tolist()):
+        first.setdefault(raw[s:e], p)
+    return first
 
 
 @numba.njit(cache=True, nogil=True)
@@ -115,3 +150,23 @@ def fill(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no c
         _, slot = find(table, hashes, starts, arena, joined, s, e, h)
         insert(table, slot, hashes, starts, arena, counts, joined, s, e, h)
         s = e
+
+
+@numba.njit(cache=True, nogil=True)
+def add_runs(
+    table, hashes, arena_starts, arena, offsets, ids, counts, data, spans, run_ids, ends
+):  # pragma: no cover - compiled
+    """Remember the tokens ``data[s:e]`` of ``spans`` (none in the table yet), the ids of token ``p`` being
+    ``run_ids[ends[p - 1]:ends[p]]``."""
+    first = 0
+    for p in range(len(spans)):
+        s, e = spans[p, 0], spans[p, 1]
+        h = fnv(data, s, e)
+        _, slot = find(table, hashes, arena_starts, arena, data, s, e, h)
+        u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, e, h)
+        q = counts[2]
+        n = ends[p] - first
+        ids[q : q + n] = run_ids[first : ends[p]]
+        offsets[u + 1] = q + n
+        counts[2] = q + n
+        first = ends[p]

@@ -14,6 +14,8 @@ own; this module does the same per chunk, in three tiers:
 3. spaCy's own tokenizer, for the chunks tier 2 declines.
 
 Results are memoized per chunk. ``tests/test_filters.py`` checks the output against spaCy on every fixture document.
+``split_ids`` gives the same words as ids in a table of words, from a compiled split and a memo of each chunk's
+ids (:mod:`datapipe.languages.chunk_ids`): what the filters count over.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from typing import TYPE_CHECKING, Any, cast
 from datapipe.languages.affixes import InfixScan, SuffixSearch
 
 if TYPE_CHECKING:
+    import numpy as np
     from spacy.tokenizer import Tokenizer
+
+    from datapipe.languages.chunk_ids import ChunkIds, WordTable
 
 
 def spacy_without_torch() -> Any:
@@ -108,6 +113,7 @@ class WordSplitter:
         self.spaceless = not self._spaced
         self._memo: dict[str, tuple[str, ...]] = {}
         self._memo_size = memo_size
+        self._ids: ChunkIds | None = None  # split_ids's memo, made on first use
 
     _WINDOW = 32  # longer than any bounded suffix pattern (units, quotes, "'s": at most ~10 characters)
 
@@ -210,7 +216,7 @@ class WordSplitter:
         return tuple(p for p in (x.strip() for x in tokens) if p)
 
     # -- tier 3: spaCy itself ----------------------------------------------------------------------------------
-    def _with_spacy(self, chunks: list[str]) -> None:
+    def _with_spacy(self, chunks: list[str]) -> dict[str, tuple[str, ...]]:
         """Tokenize chunks with spaCy itself, all in one call, one chunk per line.
 
         The newline between chunks becomes a token of its own, so no special case can join the end of one chunk
@@ -223,8 +229,25 @@ class WordSplitter:
             text = tok.text.strip()
             if text:
                 words[bisect_right(starts, tok.idx) - 1].append(text)
-        for c, w in zip(chunks, words, strict=True):
-            self._memo[c] = tuple(w)
+        return {c: tuple(w) for c, w in zip(chunks, words, strict=True)}
+
+    def words_of(self, chunks: list[str]) -> list[tuple[str, ...]]:
+        """The words of each chunk (no white space in any), by the first tier that takes it."""
+        special, english = self._special, self._english
+        got: dict[str, tuple[str, ...]] = {}
+        hard = []
+        for c in chunks:
+            if english and c.isalpha() and c not in special:
+                got[c] = (c,)
+            else:
+                words = self._affix_split(c)
+                if words is None:
+                    hard.append(c)
+                else:
+                    got[c] = words
+        if hard:
+            got.update(self._with_spacy(sorted(set(hard))))
+        return [got[c] for c in chunks]
 
     def split(self, text: str) -> list[str]:
         if self._spaced and any(s in text for s in self._spaced):
@@ -235,20 +258,21 @@ class WordSplitter:
         if new:
             if len(memo) + len(new) > self._memo_size:
                 memo.clear()  # a memo, not a cache of record: starting over changes no result
-            special, english = self._special, self._english
-            hard = []
-            for c in new:
-                if english and c.isalpha() and c not in special:
-                    memo[c] = (c,)
-                else:
-                    got = self._affix_split(c)
-                    if got is None:
-                        hard.append(c)
-                    else:
-                        memo[c] = got
-            if hard:
-                self._with_spacy(sorted(hard))
+            ordered = sorted(new)
+            memo.update(zip(ordered, self.words_of(ordered), strict=True))
         return list(chain.from_iterable(map(memo.__getitem__, chunks)))
+
+    def split_ids(self, text: str) -> tuple[np.ndarray, WordTable] | None:
+        """``split(text)`` as ids in a table of words (:mod:`datapipe.languages.chunk_ids`), for the rules that
+        count over every word; None for a text that ``split`` alone takes (a special case spanning white space,
+        a lone surrogate, over a million characters)."""
+        if self._spaced and any(s in text for s in self._spaced):
+            return None
+        if self._ids is None:
+            from datapipe.languages.chunk_ids import ChunkIds  # compiled code: only the filters need it
+
+            self._ids = ChunkIds(self.words_of, self._memo_size)
+        return self._ids.split(text)
 
 
 _DIGIT = re.compile(r"\d")

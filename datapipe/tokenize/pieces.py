@@ -36,7 +36,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from datapipe.kernels.interned import Interned, fill, find, fnv, insert
+from datapipe.kernels.interned import Interned, distinct_spans, fill, find, fnv
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
@@ -136,26 +136,6 @@ def _encode(
     return k, nm
 
 
-@numba.njit(cache=True, nogil=True)
-def _add(
-    table, hashes, arena_starts, arena, offsets, ids, counts, data, spans, piece_ids, ends
-):  # pragma: no cover - compiled
-    """Remember the pieces ``data[s:e]`` of ``spans`` (none in the table yet), the ids of piece ``p`` being
-    ``piece_ids[ends[p - 1]:ends[p]]``."""
-    first = 0
-    for p in range(len(spans)):
-        s, e = spans[p, 0], spans[p, 1]
-        h = fnv(data, s, e)
-        _, slot = find(table, hashes, arena_starts, arena, data, s, e, h)
-        u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, e, h)
-        q = counts[2]
-        n = ends[p] - first
-        ids[q : q + n] = piece_ids[first : ends[p]]
-        offsets[u + 1] = q + n
-        counts[2] = q + n
-        first = ends[p]
-
-
 class PieceEncoder:
     """``encode(text)``: tiktoken's ids for ``text`` (``encode_ordinary``), or None for a text the compiled split
     does not take (the caller asks tiktoken)."""
@@ -219,16 +199,5 @@ class PieceEncoder:
 
     def _learn(self, data: np.ndarray, raw: bytes, spans: np.ndarray) -> None:
         """Ask tiktoken for the ids of each piece not yet in the memo, and remember them."""
-        first: dict[bytes, int] = {}  # each distinct piece -> its first span
-        for p, (s, e) in enumerate(spans.tolist()):
-            first.setdefault(raw[s:e], p)
-        distinct = spans[list(first.values())]
-        found = [self.core.encode_single_piece(piece) for piece in first]
-        ends = np.cumsum(np.fromiter(map(len, found), dtype=np.int64, count=len(found)))
-        piece_ids = np.fromiter((i for ids in found for i in ids), dtype=np.int32, count=int(ends[-1]))
-        memo = self._memo
-        memo.reserve(len(found), int((distinct[:, 1] - distinct[:, 0]).sum()), len(piece_ids))
-        _add(
-            memo.table, memo.hashes, memo.starts, memo.arena, memo.offsets, memo.ids, memo.counts,
-            data, distinct, piece_ids, ends,
-        )  # fmt: skip
+        first = distinct_spans(raw, spans)
+        self._memo.add(data, spans[list(first.values())], [self.core.encode_single_piece(p) for p in first])
