@@ -143,7 +143,10 @@ class ChunkIds:
     ``max_chars`` characters."""
 
     def __init__(
-        self, words_of: Callable[[list[str]], list[tuple[str, ...]]], memo_size: int, max_chars: int = MAX_CHARS
+        self,
+        words_of: Callable[[list[str]], list[tuple[str, ...]]],
+        memo_size: int,
+        max_chars: int = MAX_CHARS,
     ) -> None:
         """``words_of``: the words of each of several new chunks (a splitter may do them in one call)."""
         self._words_of = words_of
