@@ -2,7 +2,8 @@
 mapped to ISO 639-3 language-scripts.
 
 The table is package data (``fineweb2.json.gz``, 0.5 MB, packed by :mod:`datapipe.languages.pack` from FineWeb-2's
-Apache-2.0 files; ``LICENSE-fineweb2`` beside it) and is read once per process. A language-script is an ISO 639-3
+Apache-2.0 files; ``LICENSE-fineweb2`` beside it) and is read once per process; lid.176's labels are a file of
+their own (``lid176.json``, 3 KB), which language ID reads without the rest. A language-script is an ISO 639-3
 code and an ISO 15924 script joined by ``_`` (``deu_Latn``, ``cmn_Hani``, ``jpn_Jpan``), as GlotLID labels them.
 """
 
@@ -20,6 +21,7 @@ from datapipe.errors import DatapipeError
 
 LANG_SCRIPT = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 PATH = os.path.join(os.path.dirname(__file__), "fineweb2.json.gz")
+LID176_PATH = os.path.join(os.path.dirname(__file__), "lid176.json")
 KEYS = (
     "dup_line_frac",
     "dup_n_grams",
@@ -114,7 +116,13 @@ def lid176_language(label: str) -> str:
     already a language-script (GlotLID's ``__label__deu_Latn``) is returned as it is."""
     if LANG_SCRIPT.match(label):
         return label
-    return _table()["lid176"].get(label, label)
+    return _lid176().get(label, label)
+
+
+@cache
+def _lid176() -> dict[str, str]:
+    with open(LID176_PATH, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def rehydration_table(weights: str) -> dict[str, dict[int, int]]:
