@@ -99,6 +99,8 @@ if __name__ == "__main__":
     here = os.path.dirname(__file__)
     target = os.path.join(here, "fineweb2.json.gz")
     d = pack(
-        sys.argv[1] if len(sys.argv) > 1 else "../shared/data/fineweb2", target, os.path.join(here, "lid176.json")
+        sys.argv[1] if len(sys.argv) > 1 else "../shared/data/fineweb2",
+        target,
+        os.path.join(here, "lid176.json"),
     )
     print(f"{target}: {len(d['configs'])} language-scripts, {len(d['lid176'])} lid.176 labels")
