@@ -68,15 +68,14 @@ class Interned:
             data, spans, run_ids, ends,
         )  # fmt: skip
 
-    def set_runs(self, first: int, runs: Sequence[Sequence[int]]) -> None:
-        """The ids of the tokens added last, from number ``first`` on, in order: token ``first + p``'s are
-        ``runs[p]`` (a scan that adds what it does not find leaves their ids to its caller)."""
-        lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
-        total = int(lengths.sum())
+    def set_runs(self, first: int, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """The ids of the tokens added last, from number ``first`` on, in order: token ``first + p``'s are the next
+        ``lengths[p]`` of ``ids`` (a scan that adds what it does not find leaves their ids to its caller)."""
+        total = len(ids)
         self.reserve(0, 0, total)
         q = int(self.counts[2])
-        self.ids[q : q + total] = np.fromiter(chain.from_iterable(runs), dtype=np.int32, count=total)
-        self.offsets[first + 1 : first + 1 + len(runs)] = q + np.cumsum(lengths)
+        self.ids[q : q + total] = ids
+        self.offsets[first + 1 : first + 1 + len(lengths)] = q + np.cumsum(lengths)
         self.counts[2] = q + total
 
 

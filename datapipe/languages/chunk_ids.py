@@ -56,13 +56,16 @@ class WordTable:
         )  # word w's code points: codes[starts[w]:starts[w + 1]]
         self.codes = np.zeros(1 << 16, dtype=np.uint32)
 
-    def runs(self, runs: Sequence[Sequence[str]]) -> list[list[int]]:
-        """Each run of words as their numbers, numbering those not yet in the table (all at once)."""
+    def runs(self, runs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """The runs' words as their numbers, one run after another, and each run's length; words not yet in the
+        table are numbered (all at once)."""
         number = self.number
-        new = [w for w in dict.fromkeys(chain.from_iterable(runs)) if w not in number]
+        words = list(chain.from_iterable(runs))
+        new = [w for w in dict.fromkeys(words) if w not in number]
         if new:
             self._append(new)
-        return [[number[w] for w in run] for run in runs]
+        ids = np.fromiter(map(number.__getitem__, words), dtype=np.int32, count=len(words))
+        return ids, np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
 
     def _append(self, new: list[str]) -> None:
         n = len(self.words)
@@ -183,7 +186,7 @@ class ChunkIds:
                 arena = memo.arena[a : int(memo.starts[added])].tobytes()
                 ends = (memo.starts[first : added + 1] - a).tolist()
                 chunks = [arena[ends[j] : ends[j + 1]].decode("utf-8") for j in range(added - first)]
-                memo.set_runs(first, self.table.runs(self._words_of(chunks)))
+                memo.set_runs(first, *self.table.runs(self._words_of(chunks)))
             except BaseException:
                 self._start_over()  # chunks without their words must not stay in the memo
                 raise
