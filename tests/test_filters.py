@@ -157,6 +157,8 @@ def test_word_index_from_ids_equals_the_index_from_words(words):
         assert gathered.duplicate_chars(n) == built.duplicate_chars(n)
     for wanted in (("the", "of", "and"), ("zzz",), ("a", "a", "b")):
         assert gathered.present(wanted) == built.present(wanted) == len(set(wanted) & set(words))
+    holding_letters = sum(any(ch.isalpha() for ch in w) for w in words)
+    assert gathered.alphabetic() == built.alphabetic() == holding_letters
 
 
 ORACLES = {

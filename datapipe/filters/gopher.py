@@ -84,8 +84,7 @@ class GopherQuality:
                         self.max_ellipsis_lines_ratio,
                     )
         if self.max_non_alpha_words_ratio:
-            counts = Counter(doc.words)  # per distinct word, weighted by its count
-            alpha = sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
+            alpha = doc.index.alphabetic()
             if alpha / n_words < self.max_non_alpha_words_ratio:
                 return Removal(
                     "gopher_below_alpha_threshold",

@@ -7,6 +7,8 @@ the e2e benchmark's pages took ~1 s of the filter stage's ~6 CPU s; these walks 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
@@ -62,6 +64,14 @@ class WordIndex:
             assert self._table is not None and self._ids is not None
             self._words = list(map(self._table.words.__getitem__, self._ids.tolist()))
         return self._words
+
+    def alphabetic(self) -> int:
+        """How many words hold a letter (``any(ch.isalpha() for ch in w)``), counted with repeats."""
+        if self._table is None:
+            counts = Counter(self.words)  # each distinct word tested once
+            return sum(c for w, c in counts.items() if any(ch.isalpha() for ch in w))
+        assert self._ids is not None
+        return int(np.count_nonzero(self._table.alpha[self._ids]))
 
     def present(self, words: tuple[str, ...]) -> int:
         """How many of ``words`` occur: ``len(set(words).intersection(self.words))``."""

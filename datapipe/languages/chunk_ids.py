@@ -43,17 +43,17 @@ def white_space() -> np.ndarray:
 
 
 class WordTable:
-    """Every word met so far, numbered: its text, its length in code points and its code points (UTF-32), the
-    arrays a document's :class:`~datapipe.filters.wordindex.WordIndex` gathers from by id. Append-only: a
-    document's ids stay valid while the table grows."""
+    """Every word met so far, numbered: its text, its length in code points, its code points (UTF-32) and whether
+    it holds a letter, the arrays a document's :class:`~datapipe.filters.wordindex.WordIndex` gathers from by id.
+    Append-only: a document's ids stay valid while the table grows."""
 
     def __init__(self) -> None:
         self.words: list[str] = []
         self.number: dict[str, int] = {}
         self.lengths = np.zeros(1 << 14, dtype=np.int64)
-        self.starts = np.zeros(
-            (1 << 14) + 1, dtype=np.int64
-        )  # word w's code points: codes[starts[w]:starts[w + 1]]
+        self.alpha = np.zeros(1 << 14, dtype=np.bool_)  # Gopher's alphabetic word: a letter anywhere in it
+        # word w's code points: codes[starts[w]:starts[w + 1]]
+        self.starts = np.zeros((1 << 14) + 1, dtype=np.int64)
         self.codes = np.zeros(1 << 16, dtype=np.uint32)
 
     def runs(self, runs: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -75,11 +75,13 @@ class WordTable:
         if m + 1 > len(self.starts):
             size = max(2 * len(self.lengths), m)
             self.lengths = np.resize(self.lengths, size)
+            self.alpha = np.resize(self.alpha, size)
             self.starts = np.resize(self.starts, size + 1)
         if used + len(points) > len(self.codes):
             self.codes = np.resize(self.codes, max(2 * len(self.codes), used + len(points)))
         lengths = np.fromiter(map(len, new), dtype=np.int64, count=len(new))
         self.lengths[n:m] = lengths
+        self.alpha[n:m] = [any(map(str.isalpha, w)) for w in new]
         self.starts[n + 1 : m + 1] = used + np.cumsum(lengths)
         self.codes[used : used + len(points)] = points
         for i, w in enumerate(new, n):
