@@ -133,9 +133,29 @@ def test_word_ids_start_over_when_the_memo_is_full_and_after_a_failed_split():
     assert ChunkIds(words_of, memo_size=3, max_chars=10).split("eleven char") is None
 
 
+def test_word_ids_memo_grows_with_the_chunks_not_the_text():
+    """A long text without white space is one chunk: the memo keeps its first size. A text of more new chunks than
+    the memo has room for grows it on the way and names every word."""
+    from datapipe.languages.chunk_ids import ChunkIds
+
+    splitter = WordSplitter()
+    memo = ChunkIds(splitter.words_of, memo_size=1_000_000)
+    before = (len(memo._memo.table), len(memo._memo.hashes))
+    ids, table = memo.split("漢字" * 200_000)
+    assert [table.words[i] for i in ids.tolist()] == splitter.split("漢字" * 200_000)
+    assert (len(memo._memo.table), len(memo._memo.hashes)) == before
+    many = " ".join(f"w{i}," for i in range(40_000))  # 40,000 new chunks, 80,000 words
+    ids, table = memo.split(many)
+    assert [table.words[i] for i in ids.tolist()] == splitter.split(many)
+    assert len(memo._memo.hashes) > 40_000
+
+
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(["a", "b", "ab", "ba", "abc", "c", "cab", "the", "of", ".", "—"]), max_size=80)
+    st.lists(
+        st.sampled_from(["a", "b", "ab", "ba", "abc", "c", "cab", "the", "of", ".", "—", "7", "x7", "é"]),
+        max_size=80,
+    )
 )
 def test_word_index_from_ids_equals_the_index_from_words(words):
     """An index gathered from ids in a table of words counts exactly as one built from the words themselves."""

@@ -12,8 +12,9 @@ document's word arrays are gathered by id rather than measured.
 
 The chunks are exactly ``str.split()``'s: white space is every code point ``str.isspace`` says is (none is at or
 above :data:`~datapipe.kernels.utf8.TABLE_END`, tested). A text with a lone surrogate (no UTF-8) is the caller's to
-split as before, and so is one over :data:`MAX_CHARS` characters: the memo makes room for as many new chunks as a
-text could hold before its pass (~40 bytes per byte of text at worst).
+split as before, and so is one over :data:`MAX_CHARS` characters (the pass holds 2 bytes of chunk numbers per byte
+of text). The memo grows as new chunks come, not by the most a text of its length could hold: a long text without
+white space (Chinese, Japanese) is a few chunks.
 
 Over the e2e benchmark's 3,415 pages in one process, the refinedweb chain took 2.92 CPU s with a cold memo before
 and 2.53 s after (1.50 and 1.31 s for half of them, what each of two workers sees); a warm split 0.73 s before and
@@ -90,11 +91,13 @@ class WordTable:
 
 
 @numba.njit(cache=True, nogil=True)
-def _chunks(data, space, table, hashes, arena_starts, arena, counts, chunk_u):  # pragma: no cover - compiled
-    """Each chunk's number in the memo into ``chunk_u``, a chunk not yet there added (its ids are the caller's to
-    set, in the order added); returns the number of chunks. The caller reserves room for ``len(data) // 2 + 1``
-    chunks of ``len(data)`` bytes in all: chunks are non-empty and apart."""
-    k, i, n = 0, 0, len(data)
+def _chunks(
+    data, i, k, space, table, hashes, arena_starts, arena, counts, chunk_u
+):  # pragma: no cover - compiled
+    """From byte ``i`` on, each chunk's number in the memo into ``chunk_u`` (from ``k`` on), a chunk not yet there
+    added (its ids are the caller's to set, in the order added). Returns (where it stopped, chunks so far): it
+    stops at ``len(data)``, or before a chunk the memo has no room to add (the caller grows it and goes on)."""
+    n = len(data)
     while i < n:
         b = data[i]
         if b < 0x80:
@@ -121,10 +124,16 @@ def _chunks(data, space, table, hashes, arena_starts, arena, counts, chunk_u):  
         h = fnv(data, s, i)
         u, slot = find(table, hashes, arena_starts, arena, data, s, i, h)
         if u < 0:
+            if (
+                counts[0] + 2 > len(hashes)
+                or 2 * (counts[0] + 1) > len(table)
+                or counts[1] + i - s > len(arena)
+            ):
+                return s, k
             u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, i, h)
         chunk_u[k] = u
         k += 1
-    return k
+    return n, k
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,13 +183,24 @@ class ChunkIds:
             self._start_over()  # a memo, not a record: starting over changes no word (ids number words afresh)
         memo = self._memo
         data = np.frombuffer(raw, dtype=np.uint8)
-        most = len(data) // 2 + 1
-        memo.reserve(most, len(data), 0)
         first = int(memo.counts[0])
-        chunk_u = np.empty(most, dtype=np.int64)
-        k = _chunks(
-            data, white_space(), memo.table, memo.hashes, memo.starts, memo.arena, memo.counts, chunk_u
-        )
+        chunk_u = np.empty(len(data) // 2 + 1, dtype=np.int32)  # chunks are non-empty and apart
+        space = white_space()
+        i = k = 0
+        grown = False
+        while True:
+            start = i
+            i, k = _chunks(
+                data, i, k, space, memo.table, memo.hashes, memo.starts, memo.arena, memo.counts, chunk_u
+            )
+            if i >= len(data):
+                break
+            if grown and i == start:  # never (the memo was just grown), but a loop must not spin
+                raise RuntimeError("chunk ids: no room made in the memo for a new chunk")
+            grown = True
+            # room for as many new chunks again as the memo holds, and for the rest of the text's bytes: grown as
+            # the text needs, not for the most chunks a text of its length could hold
+            memo.reserve(int(memo.counts[0]) + 1024, len(data) - i, 0)
         added = int(memo.counts[0])
         if added > first:
             try:
