@@ -2,7 +2,7 @@
 
 Why: spaCy's rule-based tokenizers split each chunk of ``str.split()`` on its own, and
 :class:`datapipe.languages.spacy_words.WordSplitter` memoizes per chunk. With the memo warm, the per-chunk Python
-work around it (``str.split``, the set of new chunks, joining the memo's tuples) still took 0.74 CPU s over the e2e
+work around it (``str.split``, the set of new chunks, joining the memo's tuples) still took 0.73 CPU s over the e2e
 benchmark's 3,415 pages, and the filters then measured every word again to index it (lengths, code points, ids:
 :class:`datapipe.filters.wordindex.WordIndex`). Here one compiled pass splits the text's UTF-8 bytes where
 ``str.split`` does and looks each chunk up in a memo of its words' ids (:class:`datapipe.kernels.interned.Interned`);
@@ -17,8 +17,8 @@ of text). The memo grows as new chunks come, not by the most a text of its lengt
 white space (Chinese, Japanese) is a few chunks.
 
 Over the e2e benchmark's 3,415 pages in one process, the refinedweb chain took 2.92 CPU s with a cold memo before
-and 2.53 s after (1.50 and 1.31 s for half of them, what each of two workers sees); a warm split 0.73 s before and
-0.21 s after.
+and 2.46-2.57 s after (1.50 and 1.26-1.30 s for half of them, what each of two workers sees); a warm split 0.73 s
+before and 0.22 s after.
 """
 
 from __future__ import annotations
