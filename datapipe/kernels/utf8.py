@@ -34,3 +34,14 @@ def every_character(below: int) -> str:
     """Every code point below ``below``, in order, as one string (surrogates included), for building tables of
     what Python's ``str`` methods and regular expressions say of each."""
     return "".join(map(chr, range(below)))
+
+
+def utf8_within(text: str, max_chars: int) -> bytes | None:
+    """The text's UTF-8 for a compiled pass, or None for a text the pass leaves to its caller's exact path: one over
+    ``max_chars`` characters (a pass's arrays are sized by the text), or one with a lone surrogate (no UTF-8)."""
+    if len(text) > max_chars:
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None

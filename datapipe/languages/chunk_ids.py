@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, find, fnv, insert
-from datapipe.kernels.utf8 import TABLE_END, decode, every_character
+from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 MAX_CHARS = 1 << 20  # a longer text is split by the splitter's ``split`` (see the module's docstring)
 
@@ -173,11 +173,8 @@ class ChunkIds:
         self._memo = Interned()
 
     def split(self, text: str) -> tuple[np.ndarray, WordTable] | None:
-        if len(text) > self._max_chars:
-            return None
-        try:
-            raw = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate
+        raw = utf8_within(text, self._max_chars)
+        if raw is None:
             return None
         if int(self._memo.counts[0]) > self._memo_size:
             self._start_over()  # a memo, not a record: starting over changes no word (ids number words afresh)

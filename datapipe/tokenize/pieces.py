@@ -37,7 +37,7 @@ import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, distinct_spans, fill, find, fnv
-from datapipe.kernels.utf8 import TABLE_END, decode, every_character
+from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
 # Unicode's White_Space property (PropList.txt): what \s matches in Rust's regex
@@ -168,11 +168,8 @@ class PieceEncoder:
         self._memo = vocab.copy()  # the vocabulary itself is never written: the memo starts over from it
 
     def encode(self, text: str) -> np.ndarray | None:
-        if len(text) > self.max_chars:
-            return None
-        try:
-            raw = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate
+        raw = utf8_within(text, self.max_chars)
+        if raw is None:
             return None
         data = np.frombuffer(raw, dtype=np.uint8)
         points = np.empty(len(data), dtype=np.int32)
