@@ -93,6 +93,14 @@ def test_word_ids_on_every_kind_of_white_space(pieces):
     assert _words_from_ids(_shared("ids"), text) == _shared("words").split(text)
 
 
+def test_every_character_is_every_code_point_in_order():
+    """The tables' source string, decoded from UTF-32, is ``chr`` of each code point, surrogates included."""
+    from datapipe.kernels.utf8 import every_character
+
+    assert every_character(0x110000) == "".join(map(chr, range(0x110000)))
+    assert every_character(0x80) == "".join(map(chr, range(0x80)))
+
+
 def test_white_space_table_is_str_isspace_and_nothing_lies_beyond_it():
     from datapipe.kernels.utf8 import TABLE_END
     from datapipe.languages.chunk_ids import white_space
