@@ -182,6 +182,23 @@ class ChunkIds:
         data = np.frombuffer(raw, dtype=np.uint8)
         first = int(memo.counts[0])
         chunk_u = np.empty(len(data) // 2 + 1, dtype=np.int32)  # chunks are non-empty and apart
+        try:
+            k = self._scan(data, memo, chunk_u)
+            added = int(memo.counts[0])
+            if added > first:
+                a = int(memo.starts[first])
+                arena = memo.arena[a : int(memo.starts[added])].tobytes()
+                ends = (memo.starts[first : added + 1] - a).tolist()
+                chunks = [arena[ends[j] : ends[j + 1]].decode("utf-8") for j in range(added - first)]
+                memo.set_runs(first, *self.table.runs(self._words_of(chunks)))
+        except BaseException:
+            self._start_over()  # chunks added without their words must not stay in the memo
+            raise
+        return gather(memo.ids, memo.offsets, chunk_u[:k]), self.table
+
+    @staticmethod
+    def _scan(data: np.ndarray, memo: Interned, chunk_u: np.ndarray) -> int:
+        """The compiled pass over the whole text, the memo grown whenever it runs out of room; the chunks found."""
         space = white_space()
         i = k = 0
         grown = False
@@ -191,22 +208,10 @@ class ChunkIds:
                 data, i, k, space, memo.table, memo.hashes, memo.starts, memo.arena, memo.counts, chunk_u
             )
             if i >= len(data):
-                break
+                return k
             if grown and i == start:  # never (the memo was just grown), but a loop must not spin
                 raise RuntimeError("chunk ids: no room made in the memo for a new chunk")
             grown = True
             # room for as many new chunks again as the memo holds, and for the rest of the text's bytes: grown as
             # the text needs, not for the most chunks a text of its length could hold
             memo.reserve(int(memo.counts[0]) + 1024, len(data) - i, 0)
-        added = int(memo.counts[0])
-        if added > first:
-            try:
-                a = int(memo.starts[first])
-                arena = memo.arena[a : int(memo.starts[added])].tobytes()
-                ends = (memo.starts[first : added + 1] - a).tolist()
-                chunks = [arena[ends[j] : ends[j + 1]].decode("utf-8") for j in range(added - first)]
-                memo.set_runs(first, *self.table.runs(self._words_of(chunks)))
-            except BaseException:
-                self._start_over()  # chunks without their words must not stay in the memo
-                raise
-        return gather(memo.ids, memo.offsets, chunk_u[:k]), self.table
