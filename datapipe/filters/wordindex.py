@@ -13,8 +13,9 @@ import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
+from datapipe.kernels.interned import gather
 from datapipe.kernels.spans import same_span
-from datapipe.languages.chunk_ids import WordTable, gather
+from datapipe.languages.chunk_ids import WordTable
 
 # code point -> whether it is one of datatrove's punctuation characters (a word made only of them is a symbol)
 _PUNCTUATION = np.zeros(max(map(ord, PUNCTUATION_SET)) + 1, dtype=np.bool_)

@@ -5,8 +5,7 @@ below are called from inside ``numba`` kernels, which find a string by its FNV-1
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -56,17 +55,13 @@ class Interned:
         if nids + ids > len(self.ids):
             self.ids = np.resize(self.ids, max(2 * len(self.ids), nids + ids))
 
-    def add(self, data: np.ndarray, spans: np.ndarray, runs: Sequence[Sequence[int]]) -> None:
-        """Remember the tokens ``data[s:e]`` of ``spans`` (distinct, none in the table yet), token ``p``'s ids
-        being ``runs[p]``."""
-        ends = np.cumsum(np.fromiter(map(len, runs), dtype=np.int64, count=len(runs)))
-        total = int(ends[-1]) if len(runs) else 0
-        run_ids = np.fromiter(chain.from_iterable(runs), dtype=np.int32, count=total)
-        self.reserve(len(runs), int((spans[:, 1] - spans[:, 0]).sum()), total)
-        add_runs(
-            self.table, self.hashes, self.starts, self.arena, self.offsets, self.ids, self.counts,
-            data, spans, run_ids, ends,
-        )  # fmt: skip
+    def tokens_since(self, first: int) -> list[bytes]:
+        """The bytes of the tokens added from number ``first`` on, in order (what a scan added without ids)."""
+        added = int(self.counts[0])
+        a = int(self.starts[first])
+        arena = self.arena[a : int(self.starts[added])].tobytes()
+        ends = (self.starts[first : added + 1] - a).tolist()
+        return [arena[ends[j] : ends[j + 1]] for j in range(added - first)]
 
     def set_runs(self, first: int, ids: np.ndarray, lengths: np.ndarray) -> None:
         """The ids of the tokens added last, from number ``first`` on, in order: token ``first + p``'s are the next
@@ -79,13 +74,24 @@ class Interned:
         self.counts[2] = q + total
 
 
-def distinct_spans(raw: bytes, spans: np.ndarray) -> dict[bytes, int]:
-    """Each distinct token among ``raw[s:e]`` of ``spans`` -> the index of its first span (a text's new tokens,
-    each to be remembered once)."""
-    first: dict[bytes, int] = {}
-    for p, (s, e) in enumerate(spans.tolist()):
-        first.setdefault(raw[s:e], p)
-    return first
+def scan_growing(memo: Interned, scan: Callable[[Interned, int, int], tuple[int, int]], end: int,
+                 rest: Callable[[int], int]) -> int:  # fmt: skip
+    """Run a compiled scan that adds the tokens it does not find (:func:`has_room`, :func:`insert`) over a whole text: ``scan(memo,
+    i, k)`` goes on from place ``i`` with ``k`` tokens written and returns where it stopped and the tokens so far; it
+    stops at ``end``, or before a token the memo has no room for, which is then grown (as many tokens again as it
+    holds, and ``rest(i)`` more arena bytes: the text's bytes from there on). Grown as a text needs, not by the most
+    tokens a text of its length could hold. Returns the tokens written."""
+    i = k = 0
+    grown = False
+    while True:
+        start = i
+        i, k = scan(memo, i, k)
+        if i >= end:
+            return k
+        if grown and i == start:  # never (the memo was just grown), but a loop must not spin
+            raise RuntimeError("interned: no room made in the memo for a new token")
+        grown = True
+        memo.reserve(int(memo.counts[0]) + 1024, rest(i), 0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -152,20 +158,27 @@ def fill(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no c
 
 
 @numba.njit(cache=True, nogil=True)
-def add_runs(
-    table, hashes, arena_starts, arena, offsets, ids, counts, data, spans, run_ids, ends
-):  # pragma: no cover - compiled
-    """Remember the tokens ``data[s:e]`` of ``spans`` (none in the table yet), the ids of token ``p`` being
-    ``run_ids[ends[p - 1]:ends[p]]``."""
-    first = 0
-    for p in range(len(spans)):
-        s, e = spans[p, 0], spans[p, 1]
-        h = fnv(data, s, e)
-        _, slot = find(table, hashes, arena_starts, arena, data, s, e, h)
-        u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, e, h)
-        q = counts[2]
-        n = ends[p] - first
-        ids[q : q + n] = run_ids[first : ends[p]]
-        offsets[u + 1] = q + n
-        counts[2] = q + n
-        first = ends[p]
+def has_room(table, hashes, arena, counts, size):  # pragma: no cover - compiled
+    """Whether the memo can take one more token of ``size`` bytes: a scan that adds what it does not find asks
+    before :func:`insert` (its ids are the caller's to set, in the order added, with :meth:`Interned.set_runs`)
+    and otherwise stops, for :func:`scan_growing` to grow the memo. (Finding and adding in one function called per
+    token made the GPT-2 scan twice as slow, measured; the scans call :func:`find` and this.)"""
+    return (
+        counts[0] + 2 <= len(hashes) and 2 * (counts[0] + 1) <= len(table) and counts[1] + size <= len(arena)
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(values, starts, ids):  # pragma: no cover - compiled
+    """``values[starts[w]:starts[w + 1]]`` for each ``w`` of ``ids``, concatenated (a text's tokens' runs of ids;
+    a text's words' code points)."""
+    total = 0
+    for w in ids:
+        total += starts[w + 1] - starts[w]
+    out = np.empty(total, dtype=values.dtype)
+    k = 0
+    for w in ids:
+        for q in range(starts[w], starts[w + 1]):
+            out[k] = values[q]
+            k += 1
+    return out

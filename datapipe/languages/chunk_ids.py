@@ -30,7 +30,7 @@ from itertools import chain
 import numba
 import numpy as np
 
-from datapipe.kernels.interned import Interned, find, fnv, insert
+from datapipe.kernels.interned import Interned, find, fnv, gather, has_room, insert, scan_growing
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 MAX_CHARS = 1 << 20  # a longer text is split by the splitter's ``split`` (see the module's docstring)
@@ -94,9 +94,9 @@ class WordTable:
 def _chunks(
     data, i, k, space, table, hashes, arena_starts, arena, counts, chunk_u
 ):  # pragma: no cover - compiled
-    """From byte ``i`` on, each chunk's number in the memo into ``chunk_u`` (from ``k`` on), a chunk not yet there
-    added (its ids are the caller's to set, in the order added). Returns (where it stopped, chunks so far): it
-    stops at ``len(data)``, or before a chunk the memo has no room to add (the caller grows it and goes on)."""
+    """From byte ``i`` on, each chunk's number in the memo into ``chunk_u`` (from ``k`` on), a new chunk added
+    (:func:`~datapipe.kernels.interned.has_room`). Returns (where it stopped, chunks so far): at ``len(data)``,
+    or before a new chunk the memo has no room for."""
     n = len(data)
     while i < n:
         b = data[i]
@@ -124,31 +124,12 @@ def _chunks(
         h = fnv(data, s, i)
         u, slot = find(table, hashes, arena_starts, arena, data, s, i, h)
         if u < 0:
-            if (
-                counts[0] + 2 > len(hashes)
-                or 2 * (counts[0] + 1) > len(table)
-                or counts[1] + i - s > len(arena)
-            ):
+            if not has_room(table, hashes, arena, counts, i - s):
                 return s, k
             u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, i, h)
         chunk_u[k] = u
         k += 1
     return n, k
-
-
-@numba.njit(cache=True, nogil=True)
-def gather(values, starts, ids):  # pragma: no cover - compiled
-    """``values[starts[w]:starts[w + 1]]`` for each ``w`` of ``ids``, concatenated."""
-    total = 0
-    for w in ids:
-        total += starts[w + 1] - starts[w]
-    out = np.empty(total, dtype=values.dtype)
-    k = 0
-    for w in ids:
-        for q in range(starts[w], starts[w + 1]):
-            out[k] = values[q]
-            k += 1
-    return out
 
 
 class ChunkIds:
@@ -182,36 +163,19 @@ class ChunkIds:
         data = np.frombuffer(raw, dtype=np.uint8)
         first = int(memo.counts[0])
         chunk_u = np.empty(len(data) // 2 + 1, dtype=np.int32)  # chunks are non-empty and apart
+        space = white_space()
+
+        def scan(memo: Interned, i: int, k: int) -> tuple[int, int]:
+            return _chunks(
+                data, i, k, space, memo.table, memo.hashes, memo.starts, memo.arena, memo.counts, chunk_u
+            )
+
         try:
-            k = self._scan(data, memo, chunk_u)
-            added = int(memo.counts[0])
-            if added > first:
-                a = int(memo.starts[first])
-                arena = memo.arena[a : int(memo.starts[added])].tobytes()
-                ends = (memo.starts[first : added + 1] - a).tolist()
-                chunks = [arena[ends[j] : ends[j + 1]].decode("utf-8") for j in range(added - first)]
+            k = scan_growing(memo, scan, len(data), lambda i: len(data) - i)
+            if int(memo.counts[0]) > first:
+                chunks = [chunk.decode("utf-8") for chunk in memo.tokens_since(first)]
                 memo.set_runs(first, *self.table.runs(self._words_of(chunks)))
         except BaseException:
             self._start_over()  # chunks added without their words must not stay in the memo
             raise
         return gather(memo.ids, memo.offsets, chunk_u[:k]), self.table
-
-    @staticmethod
-    def _scan(data: np.ndarray, memo: Interned, chunk_u: np.ndarray) -> int:
-        """The compiled pass over the whole text, the memo grown whenever it runs out of room; the chunks found."""
-        space = white_space()
-        i = k = 0
-        grown = False
-        while True:
-            start = i
-            i, k = _chunks(
-                data, i, k, space, memo.table, memo.hashes, memo.starts, memo.arena, memo.counts, chunk_u
-            )
-            if i >= len(data):
-                return k
-            if grown and i == start:  # never (the memo was just grown), but a loop must not spin
-                raise RuntimeError("chunk ids: no room made in the memo for a new chunk")
-            grown = True
-            # room for as many new chunks again as the memo holds, and for the rest of the text's bytes: grown as
-            # the text needs, not for the most chunks a text of its length could hold
-            memo.reserve(int(memo.counts[0]) + 1024, len(data) - i, 0)

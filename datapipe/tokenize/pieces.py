@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import unicodedata
 from functools import cache
+from itertools import chain
 from typing import Any
 
 import numba
 import numpy as np
 
-from datapipe.kernels.interned import Interned, distinct_spans, fill, find, fnv
+from datapipe.kernels.interned import Interned, fill, find, fnv, gather, has_room, insert, scan_growing
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
@@ -113,27 +114,27 @@ def _piece_end(points, m, i, classes):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode(
-    data, points, starts, m, table, hashes, arena_starts, arena, offsets, ids, classes, out, missing
+def _pieces(
+    data, points, starts, m, i, k, table, hashes, arena_starts, arena, counts, classes, piece_u
 ):  # pragma: no cover - compiled
-    """The text's token ids into ``out`` and the pieces without an entry (byte spans) into ``missing``: (ids
-    written, pieces missing); the ids are whole only when none is missing. (-1, 0): the split made no progress."""
-    k, nm, i = 0, 0, 0
+    """From code point ``i`` on, each piece's number in the memo into ``piece_u`` (from ``k`` on), a new piece
+    added (:func:`~datapipe.kernels.interned.has_room`). Returns (where it stopped, pieces so far): at ``m``, or
+    before a new piece the memo has no room for; (``m``, -1) when the split makes no progress."""
     while i < m:
         j = _piece_end(points, m, i, classes)
         if j <= i:  # never (every piece holds a character), but a kernel that writes by index must not loop
-            return -1, 0
+            return m, -1
         s, e = starts[i], starts[j]
-        u, _ = find(table, hashes, arena_starts, arena, data, s, e, fnv(data, s, e))
+        h = fnv(data, s, e)
+        u, slot = find(table, hashes, arena_starts, arena, data, s, e, h)
         if u < 0:
-            missing[nm, 0], missing[nm, 1] = s, e
-            nm += 1
-        else:
-            for q in range(offsets[u], offsets[u + 1]):
-                out[k] = ids[q]
-                k += 1
+            if not has_room(table, hashes, arena, counts, e - s):
+                return i, k
+            u = insert(table, slot, hashes, arena_starts, arena, counts, data, s, e, h)
+        piece_u[k] = u
+        k += 1
         i = j
-    return k, nm
+    return m, k
 
 
 class PieceEncoder:
@@ -180,21 +181,27 @@ class PieceEncoder:
             return None
         if int(self._memo.counts[0]) - self._vocab_size > self.memo_pieces:
             self._memo = self._vocab.copy()  # a memo, not a record: starting over changes no id
-        out = np.empty(len(data), dtype=np.uint32)  # a token is at least one byte
-        missing = np.empty((m, 2), dtype=np.int64)
-        while True:
-            memo = self._memo
-            k, nm = _encode(
-                data, points, starts, m, memo.table, memo.hashes, memo.starts, memo.arena, memo.offsets,
-                memo.ids, table, out, missing,
-            )  # fmt: skip
-            if k < 0:
-                return None
-            if nm == 0:
-                return out[:k]
-            self._learn(data, raw, missing[:nm])
+        memo = self._memo
+        first = int(memo.counts[0])
+        piece_u = np.empty(m, dtype=np.int32)  # a piece holds a code point at least
 
-    def _learn(self, data: np.ndarray, raw: bytes, spans: np.ndarray) -> None:
-        """Ask tiktoken for the ids of each piece not yet in the memo, and remember them."""
-        first = distinct_spans(raw, spans)
-        self._memo.add(data, spans[list(first.values())], [self.core.encode_single_piece(p) for p in first])
+        def scan(memo: Interned, i: int, k: int) -> tuple[int, int]:
+            return _pieces(
+                data, points, starts, m, i, k, memo.table, memo.hashes, memo.starts, memo.arena, memo.counts,
+                table, piece_u,
+            )  # fmt: skip
+
+        try:
+            k = scan_growing(memo, scan, m, lambda i: len(data) - int(starts[i]))
+            if k >= 0 and int(memo.counts[0]) > first:
+                # tiktoken's own byte-pair encoding of each new piece, once per piece and process
+                found = [self.core.encode_single_piece(piece) for piece in memo.tokens_since(first)]
+                ids = np.fromiter(chain.from_iterable(found), dtype=np.int32, count=sum(map(len, found)))
+                memo.set_runs(first, ids, np.fromiter(map(len, found), dtype=np.int64, count=len(found)))
+        except BaseException:
+            self._memo = self._vocab.copy()  # pieces added without their ids must not stay in the memo
+            raise
+        if k < 0:
+            self._memo = self._vocab.copy()
+            return None
+        return gather(memo.ids, memo.offsets, piece_u[:k]).view(np.uint32)  # token ids are not negative
