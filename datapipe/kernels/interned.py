@@ -1,7 +1,14 @@
 """Byte strings interned in a compiled open-addressing table, each with a run of int ids: the memo a compiled scan
 reads and extends without leaving compiled code (fastText's words and their input rows in language ID; GPT-2's
-pre-tokenized pieces and their token ids in tokenization). The arrays live in :class:`Interned`; the functions
-below are called from inside ``numba`` kernels, which find a string by its FNV-1a hash and compare its bytes."""
+pre-tokenized pieces and their token ids in tokenization; a text's chunks and their words' ids in the filters). The
+arrays live in :class:`Interned`; the functions below are called from inside ``numba`` kernels, which find a string
+by its FNV-1a hash and compare its bytes.
+
+A scan that meets tokens it does not know adds them as it goes (:func:`has_room`, then :func:`insert`), stopping
+for :func:`scan_growing` to grow the memo when it is full; its caller then computes the new tokens' ids in Python
+(:meth:`Interned.tokens_since`) and sets them (:meth:`Interned.set_runs`) before the text's ids are gathered
+(:func:`gather`). Language ID's scan computes a new word's rows in compiled code and makes room beforehand for the
+most a text could add."""
 
 from __future__ import annotations
 
