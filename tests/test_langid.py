@@ -156,6 +156,23 @@ def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
     assert small._memo.counts[0] < big._memo.counts[0]  # it started over
 
 
+def test_a_memo_grown_mid_text_gives_the_same_answers(both, fixture_texts):
+    from datapipe.kernels.interned import Interned
+    from datapipe.langid.predict import read_model
+
+    _, theirs = both
+    ours = read_model(bundled_model_path())
+    texts = [t.replace("\n", " ") for t in fixture_texts[:200]]
+    for t in texts:
+        ours._memo = Interned(tokens=2, arena=8, ids=4)  # full after a word: the scan stops, grows, goes on
+        assert ours.top(t) == _fasttext_top(theirs, t)
+    # room is made as new words come, not for the most a text of its length could hold (~6.5 ids a byte)
+    long = " ".join(texts)
+    ours._memo = Interned()
+    assert ours.top(long) == _fasttext_top(theirs, long)
+    assert len(ours._memo.ids) < len(long.encode("utf-8"))
+
+
 def _train(tmp_path: Path, **hyper):
     from datapipe import read_records
     from datapipe.quality.train import train_in_fresh_process

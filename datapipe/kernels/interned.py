@@ -7,8 +7,8 @@ by its FNV-1a hash and compare its bytes.
 A scan that meets tokens it does not know adds them as it goes (:func:`has_room`, then :func:`insert`), stopping
 for :func:`scan_growing` to grow the memo when it is full; its caller then computes the new tokens' ids in Python
 (:meth:`Interned.tokens_since`) and sets them (:meth:`Interned.set_runs`) before the text's ids are gathered
-(:func:`gather`). Language ID's scan computes a new word's rows in compiled code and makes room beforehand for the
-most a text could add."""
+(:func:`gather`). Language ID's scan computes a new word's rows in compiled code, and stops the same way when the
+memo has no room for them."""
 
 from __future__ import annotations
 
@@ -82,12 +82,13 @@ class Interned:
 
 
 def scan_growing(memo: Interned, scan: Callable[[Interned, int, int], tuple[int, int]], end: int,
-                 rest: Callable[[int], int]) -> int:  # fmt: skip
+                 rest: Callable[[int], int], ids: Callable[[], int] | None = None) -> int:  # fmt: skip
     """Run a compiled scan that adds the tokens it does not find (:func:`has_room`, :func:`insert`) over a whole text: ``scan(memo,
-    i, k)`` goes on from place ``i`` with ``k`` tokens written and returns where it stopped and the tokens so far; it
-    stops at ``end``, or before a token the memo has no room for, which is then grown (as many tokens again as it
-    holds, and ``rest(i)`` more arena bytes: the text's bytes from there on). Grown as a text needs, not by the most
-    tokens a text of its length could hold. Returns the tokens written."""
+    i, k)`` goes on from place ``i`` with ``k`` (the tokens written so far, or any count the scan carries) and
+    returns where it stopped and the count; it stops at ``end``, or before a token the memo has no room for, which is
+    then grown (as many tokens again as it holds, ``rest(i)`` more arena bytes: the text's bytes from there on, and,
+    for a scan that writes a new token's ids itself, ``ids()`` more ids: what the token it stopped before needs).
+    Grown as a text needs, not by the most tokens a text of its length could hold. Returns the count."""
     i = k = 0
     grown = False
     while True:
@@ -98,7 +99,7 @@ def scan_growing(memo: Interned, scan: Callable[[Interned, int, int], tuple[int,
         if grown and i == start:  # never (the memo was just grown), but a loop must not spin
             raise RuntimeError("interned: no room made in the memo for a new token")
         grown = True
-        memo.reserve(int(memo.counts[0]) + 1024, rest(i), 0)
+        memo.reserve(int(memo.counts[0]) + 1024, rest(i), 0 if ids is None else ids())
 
 
 @numba.njit(cache=True, nogil=True)

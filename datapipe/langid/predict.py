@@ -6,7 +6,10 @@ every character 2- to 4-gram and looks each one up in the pruned n-gram table), 
 of extraction (~1.4 ms per page). Pages repeat their words: on the e2e crawl 6% of 5.2M words are distinct. Here
 one compiled pass splits the page's UTF-8 bytes as fastText does, finds each word in a table of the words seen so
 far (their row ids computed once per worker) and sums the rows: 1.2 s for the crawl's 4,073 pages where fastText
-takes 5.6 s.
+takes 5.6 s. The table grows as new words come: the pass stops before a word it has no room for, and goes on once
+the table is grown (:func:`datapipe.kernels.interned.scan_growing`). It made room before each text for the most
+the text could add instead (~6.5 ids a byte: 25 MB for a million characters, kept until the memo started over),
+which took 0.05-0.11 s of each e2e build worker's extract stage (2026-12-05, thirteenth session).
 
 The arithmetic is fastText's own, in its order and precision: float32 sums of the (product-quantized) input rows
 in token order, scaled by ``float(1.0 / n)``; the tree walk of ``HierarchicalSoftmaxLoss::dfs`` (left child
@@ -28,7 +31,7 @@ import struct
 import numba
 import numpy as np
 
-from datapipe.kernels.interned import Interned, fill, find, insert
+from datapipe.kernels.interned import Interned, fill, find, has_room, insert, scan_growing
 from datapipe.kernels.spans import same_span
 
 MAGIC, VERSION = 793712314, 12
@@ -132,31 +135,42 @@ class HsModel:
         data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         if self._memo.counts[0] > self.memo_size:
             self._memo = Interned()  # a memo, not a record: starting over changes no result
-        m, v = self._memo, self.vocab
-        most = len(data) // 2 + 1  # tokens one text can add; each adds its bytes and at most these rows:
-        m.reserve(most, len(data), (len(data) + 2 * most) * max(1, self.maxn - self.minn + 1) + most)
+        v = self.vocab
         hidden = np.zeros(self.inp.shape[1], dtype=np.float32)
-        n = _scan(
-            data,
-            m.table,
-            m.hashes,
-            m.starts,
-            m.arena,
-            m.offsets,
-            m.ids,
-            m.counts,
-            v.table,
-            v.hashes,
-            v.starts,
-            v.arena,
-            self.kinds,
-            self.eos_rows,
-            self.minn,
-            self.maxn,
-            self.rows_of_bucket,
-            self.inp,
-            hidden,
-        )
+        need = np.zeros(1, dtype=np.int64)  # the ids the word the scan stopped before needs
+
+        def scan(m: Interned, pos: int, rows: int) -> tuple[int, int]:
+            return _scan(
+                data,
+                pos,
+                rows,
+                m.table,
+                m.hashes,
+                m.starts,
+                m.arena,
+                m.offsets,
+                m.ids,
+                m.counts,
+                v.table,
+                v.hashes,
+                v.starts,
+                v.arena,
+                self.kinds,
+                self.eos_rows,
+                self.minn,
+                self.maxn,
+                self.rows_of_bucket,
+                self.inp,
+                hidden,
+                need,
+            )
+
+        try:
+            n = scan_growing(self._memo, scan, len(data), lambda pos: len(data) - pos, lambda: int(need[0]))
+        except BaseException:
+            # a growth that failed half-way leaves arrays of unequal sizes: start over
+            self._memo = Interned()
+            raise
         node, score = _tree_top(hidden, n, self.out, self.left, self.right, self.osz)
         if node < 0:
             return None
@@ -281,6 +295,8 @@ def _subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragm
 @numba.njit(cache=True, nogil=True)
 def _scan(
     data,
+    pos,
+    n_rows,
     table,
     hashes,
     starts,
@@ -299,12 +315,16 @@ def _scan(
     rows_of_bucket,
     inp,
     hidden,
+    need,
 ):  # pragma: no cover - compiled
-    """fastText's ``getLine`` + ``computeHidden`` before the scaling: the sum of every token's rows in order, a
-    token's rows computed once and remembered (new tokens go into the memo arrays). Returns the number of rows."""
+    """fastText's ``getLine`` + ``computeHidden`` before the scaling, from byte ``pos`` on with ``n_rows`` rows summed
+    into ``hidden`` so far: the sum of every token's rows in order, a token's rows computed once and remembered (new
+    tokens go into the memo arrays). Returns (where it stopped, the rows summed): the end of the text, or the start of
+    a new token the memo has no room for, with the ids that token needs in ``need[0]``
+    (:func:`~datapipe.kernels.interned.scan_growing` grows the memo and calls again)."""
     dim = inp.shape[1]
-    n_rows = 0
-    pos, end = 0, len(data)
+    end = len(data)
+    grams = max(1, maxn - minn + 1)
     while True:
         while pos < end and SEPARATORS[data[pos]]:
             pos += 1
@@ -320,6 +340,10 @@ def _scan(
             break  # a literal </s> ends fastText's line: it is the end-of-line token
         u, slot = find(table, hashes, starts, arena, data, s, e, h)
         if u < 0:
+            most = (e - s + 2) * grams + 1  # the word's row and one row per n-gram at most (_subword_rows)
+            if not has_room(table, hashes, arena, counts, e - s) or counts[2] + most > len(ids):
+                need[0] = most
+                return s, n_rows
             u = insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
             entry, _ = find(vtable, vhashes, vstarts, varena, data, s, e, h)
             if entry >= 0:
@@ -340,7 +364,7 @@ def _scan(
         for d in range(dim):
             hidden[d] += inp[row, d]
         n_rows += 1
-    return n_rows
+    return end, n_rows
 
 
 @numba.njit(cache=True, nogil=True)
