@@ -429,3 +429,42 @@ def test_jaccard_counts_shared_shingles_as_a_set_intersection_does(a, b, both):
     want = 1.0 if not a and not b else len(a & b) / len(a | b)
     assert jaccard(left, right) == want
     assert jaccard(right, left) == want
+
+
+_REF = st.tuples(st.integers(-2, 3), st.integers(0, 5))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_REF, _REF), max_size=80))
+def test_candidate_pairs_are_made_distinct_and_sorted_as_np_unique_makes_them(pairs):
+    """The verify task's pairs (an earlier build's shard is negative): the same records, in the same order."""
+    from datapipe.dedup.spill import PAIR, unique_pairs
+
+    records = np.array([(sa, da, sb, db) for (sa, da), (sb, db) in pairs], dtype=PAIR)
+    got, want = unique_pairs(records), np.unique(records)
+    assert got.dtype == want.dtype
+    assert got.tolist() == want.tolist()
+
+
+def test_shingle_store_keeps_the_sets_read_last_within_its_byte_budget(tmp_path):
+    """Sets read again come from memory (the same values), never more than ``cache_bytes`` of them are held, and
+    a set larger than the budget is read each time."""
+    from datapipe.dedup.store import ShingleStore, write_shingles
+
+    rng = np.random.default_rng(0)
+    sets = [np.unique(rng.integers(0, 2**63, size=n, dtype=np.uint64)) for n in (10, 40, 25, 5, 200)]
+    write_shingles(str(tmp_path), 0, sets)
+    budget = 8 * 60  # room for the first two sets, not for the last one
+    store = ShingleStore(str(tmp_path), cache_bytes=budget)
+    for order in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [1, 1, 4, 0, 2]):
+        for i in order:
+            assert store.get((0, i)).tolist() == sets[i].tolist()
+            assert store._held == sum(s.nbytes for s in store._sets.values()) <= budget
+    assert (0, 4) not in store._sets  # 1,600 bytes: over the budget, never held
+    store.get((0, 3))
+    first = store.get((0, 3))
+    assert store.get((0, 3)) is first  # from memory
+    assert all(
+        ShingleStore(str(tmp_path), cache_bytes=0).get((0, i)).tolist() == s.tolist()
+        for i, s in enumerate(sets)
+    )

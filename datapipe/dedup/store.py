@@ -94,16 +94,26 @@ class ShingleStore:
     the store reads each shard's offsets once (8 bytes a document) and then only the bytes of the documents asked
     for. Verification after a disk shuffle asks for documents of any shard in any order; loading whole shards
     (the previous design, 8 kept) re-read a shard's file for nearly every pair once the corpus had more shards
-    than that. The last ``open_files`` shards keep their file open."""
+    than that. The last ``open_files`` shards keep their file open, and the documents read last stay in memory up
+    to ``cache_bytes`` of hashes: a document is in many candidate pairs (the e2e build verifies 8,602 pairs among
+    2,634 documents), and reading each pair's two sets from its file took 0.06-0.10 s of the phase's one task
+    there, against 0.01 s with every set read once (2026-12-05)."""
 
     def __init__(
-        self, stage_dir: str, open_files: int = 64, earlier: tuple[tuple[str, int], ...] = ()
+        self,
+        stage_dir: str,
+        open_files: int = 64,
+        earlier: tuple[tuple[str, int], ...] = (),
+        cache_bytes: int = 32 << 20,
     ) -> None:
         self.stage_dir = stage_dir
         self.open_files = open_files
         self.earlier = earlier  # shard k - K is shard earlier[k][1] of the stage folder earlier[k][0]
+        self.cache_bytes = cache_bytes
         self._offsets: dict[int, tuple[np.ndarray, int]] = {}  # shard -> (offsets, byte offset of hashes)
         self._files: OrderedDict[int, Any] = OrderedDict()
+        self._sets: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()  # least recently used first
+        self._held = 0  # bytes of hashes in _sets
 
     def _file(self, shard: int) -> Any:
         f = self._files.get(shard)
@@ -133,11 +143,21 @@ class ShingleStore:
         return got
 
     def get(self, ref: tuple[int, int]) -> np.ndarray:
+        got = self._sets.get(ref)
+        if got is not None:
+            self._sets.move_to_end(ref)
+            return got
         offsets, start = self._index(ref[0])
         lo, hi = int(offsets[ref[1]]), int(offsets[ref[1] + 1])
         f = self._file(ref[0])
         f.seek(start + 8 * lo)
-        return np.frombuffer(f.read(8 * (hi - lo)), dtype="<u8")
+        got = np.frombuffer(f.read(8 * (hi - lo)), dtype="<u8")
+        if got.nbytes <= self.cache_bytes:
+            self._sets[ref] = got
+            self._held += got.nbytes
+            while self._held > self.cache_bytes:
+                self._held -= self._sets.popitem(last=False)[1].nbytes
+        return got
 
     def close(self) -> None:
         for f in self._files.values():
