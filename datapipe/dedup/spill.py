@@ -262,9 +262,7 @@ def verify(stage: Any, spill: Spill, q: int) -> None:
     mh = stage.config.minhash
     if mh is None:
         return
-    pairs = unique_pairs(
-        gather(spill.urls("pairs", range(spill.parts)), PAIR, q)
-    )  # sorted by (sa, da, sb, db)
+    pairs = unique_pairs(gather(spill.urls("pairs", range(spill.parts)), PAIR, q))
     edges = np.zeros(len(pairs), dtype=EDGE)
     for name in PAIR.names or ():
         edges[name] = pairs[name]
