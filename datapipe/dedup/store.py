@@ -96,7 +96,7 @@ class ShingleStore:
     (the previous design, 8 kept) re-read a shard's file for nearly every pair once the corpus had more shards
     than that. The last ``open_files`` shards keep their file open, and the documents read last stay in memory up
     to ``cache_bytes`` of hashes: a document is in many candidate pairs (the e2e build verifies 8,602 pairs among
-    2,634 documents), and reading each pair's two sets from its file took 0.06-0.10 s of the phase's one task
+    1,492 documents), and reading each pair's two sets from its file took 0.06-0.10 s of the phase's one task
     there, against 0.01 s with every set read once (2026-12-05)."""
 
     def __init__(
