@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from datapipe.kernels.leaf import leaf
 from datapipe.kernels.spans import same_span
 
 
@@ -102,7 +103,7 @@ def scan_growing(memo: Interned, scan: Callable[[Interned, int, int], tuple[int,
         memo.reserve(int(memo.counts[0]) + 1024, rest(i), 0 if ids is None else ids())
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def fnv(data, s, e):  # pragma: no cover - compiled
     h = np.uint64(14695981039346656037)
     for k in range(s, e):
@@ -115,7 +116,7 @@ def slot_of(h, size):  # pragma: no cover - compiled
     return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(size - 1))
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def find(table, hashes, starts, arena, data, s, e, h):  # pragma: no cover - compiled
     """The token ``data[s:e]`` (hash ``h``): (its number or -1, the free slot where it would go)."""
     size = len(table)
@@ -132,7 +133,7 @@ def find(table, hashes, starts, arena, data, s, e, h):  # pragma: no cover - com
     return -1, slot
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def rehash(table, hashes, n):  # pragma: no cover - compiled
     size = len(table)
     for u in range(n):
@@ -142,19 +143,20 @@ def rehash(table, hashes, n):  # pragma: no cover - compiled
         table[slot] = u
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def insert(table, slot, hashes, starts, arena, counts, data, s, e, h):  # pragma: no cover - compiled
     """Add the token ``data[s:e]`` at the free ``slot`` that :func:`find` gave; returns its number."""
     u, a = counts[0], counts[1]
     table[slot] = u
     hashes[u] = h
-    arena[a : a + e - s] = data[s:e]
+    for k in range(e - s):  # a loop, not a slice copy: that would need numba's runtime (``leaf``)
+        arena[a + k] = data[s + k]
     starts[u + 1] = a + e - s
     counts[0], counts[1] = u + 1, a + e - s
     return u
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def fill(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no cover - compiled
     s = 0
     for length in lengths:
@@ -165,7 +167,7 @@ def fill(table, hashes, starts, arena, counts, joined, lengths):  # pragma: no c
         s = e
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def has_room(table, hashes, arena, counts, size):  # pragma: no cover - compiled
     """Whether the memo can take one more token of ``size`` bytes: a scan that adds what it does not find asks
     before :func:`insert` (its ids are the caller's to set, in the order added, with :meth:`Interned.set_runs`)

@@ -4,10 +4,10 @@ candidate, this decides, so no collision can merge two different spans."""
 
 from __future__ import annotations
 
-import numba
+from datapipe.kernels.leaf import leaf
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def same_span(a, i, b, j, n):  # pragma: no cover - compiled
     """``a[i:i + n] == b[j:j + n]``, element by element, without slicing."""
     for k in range(n):  # noqa: SIM110 - numba compiles the loop, not all() over a generator

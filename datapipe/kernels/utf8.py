@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from functools import cache
 
-import numba
 import numpy as np
+
+from datapipe.kernels.leaf import leaf
 
 # the code points the compiled passes keep tables for: the Basic and Supplementary Multilingual Planes, every
 # script in use and the emoji; a text with a character beyond takes its pass's slower, exact path
 TABLE_END = 0x20000
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def decode(data, i):  # pragma: no cover - compiled
     """The code point of valid UTF-8 starting at ``data[i]`` and its length in bytes."""
     b = np.int64(data[i])

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, has_room, insert, scan_growing
+from datapipe.kernels.leaf import leaf
 from datapipe.kernels.spans import same_span
 
 MAGIC, VERSION = 793712314, 12
@@ -256,7 +257,7 @@ def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return left, right
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def _subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragma: no cover - compiled
     """fastText's ``addSubwords`` for the token ``data[s:e]`` (word id ``wid`` or -1), written at ``ids[p:]``:
     the word's row, then ``computeSubwords("<" + token + ">")`` through ``pushHash`` (FNV-1a over signed bytes,

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, fnv, gather, has_room, insert, scan_growing
+from datapipe.kernels.leaf import leaf
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
@@ -88,7 +89,7 @@ def _split(data, classes, points, starts):  # pragma: no cover - compiled
     return m
 
 
-@numba.njit(cache=True, nogil=True)
+@leaf
 def _piece_end(points, m, i, classes):  # pragma: no cover - compiled
     """Where the piece that starts at code point ``i`` ends (GPT2_PATTERN, as the module's docstring tells)."""
     c = points[i]
