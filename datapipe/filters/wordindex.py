@@ -63,7 +63,7 @@ class WordIndex:
         """The words, as text (made from the table on first use when built from ids)."""
         if self._words is None:
             assert self._table is not None and self._ids is not None
-            self._words = list(map(self._table.words.__getitem__, self._ids.tolist()))
+            self._words = self._table.texts(self._ids)
         return self._words
 
     def alphabetic(self) -> int:
@@ -78,7 +78,7 @@ class WordIndex:
         """How many of ``words`` occur: ``len(set(words).intersection(self.words))``."""
         if self._table is None:
             return len(set(words).intersection(self.words))
-        wanted = [self._table.number[w] for w in set(words) if w in self._table.number]
+        wanted = self._table.lookup(set(words))
         return int(_present(self.ids, np.array(wanted, dtype=np.int64))) if wanted else 0
 
     @property

@@ -15,7 +15,9 @@ own; this module does the same per chunk, in three tiers:
 
 Results are memoized per chunk. ``tests/test_filters.py`` checks the output against spaCy on every fixture document.
 ``split_ids`` gives the same words as ids in a table of words, from a compiled split and a memo of each chunk's
-ids (:mod:`datapipe.languages.chunk_ids`): what the filters count over.
+ids (:mod:`datapipe.languages.chunk_ids`): what the filters count over. There, for English, tiers 1 and 2 run
+compiled (:mod:`datapipe.languages.affix_kernel`, held to tier 2 here on every fixture chunk, every code point and
+generated chunks), and only the chunks they decline come back to ``words_of``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     from spacy.tokenizer import Tokenizer
 
+    from datapipe.languages.affix_kernel import AffixProgram
     from datapipe.languages.chunk_ids import ChunkIds, WordTable
 
 
@@ -215,6 +218,18 @@ class WordSplitter:
             return tokens
         return tuple(p for p in (x.strip() for x in tokens) if p)
 
+    def _compiled_tiers(self) -> AffixProgram | None:
+        """Tiers 1 and 2 in compiled code (:mod:`datapipe.languages.affix_kernel`), for English, where the
+        shortcuts of the loop hold; None for other languages, or patterns with a piece it does not compile."""
+        if not self._english:
+            return None
+        from datapipe.languages.affix_kernel import AffixProgram, Unsupported  # noqa: F811 - typed above
+
+        try:
+            return AffixProgram(self._tokenizer, self._special, self._patterns)
+        except Unsupported:
+            return None
+
     # -- tier 3: spaCy itself ----------------------------------------------------------------------------------
     def _with_spacy(self, chunks: list[str]) -> dict[str, tuple[str, ...]]:
         """Tokenize chunks with spaCy itself, all in one call, one chunk per line.
@@ -271,7 +286,7 @@ class WordSplitter:
         if self._ids is None:
             from datapipe.languages.chunk_ids import ChunkIds  # compiled code: only the filters need it
 
-            self._ids = ChunkIds(self.words_of, self._memo_size)
+            self._ids = ChunkIds(self.words_of, self._memo_size, program=self._compiled_tiers())
         return self._ids.split(text)
 
 
