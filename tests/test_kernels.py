@@ -3,12 +3,16 @@ and still reading and writing the arrays they are handed."""
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
 
 from datapipe.kernels.interned import Interned, fill, find, fnv
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import leaf
 
 
 def test_a_leaf_is_compiled_without_the_runtime():
@@ -53,3 +57,49 @@ def test_a_leaf_reads_and_writes_what_it_is_handed_and_a_caller_with_the_runtime
     assert find(t.table, t.hashes, t.starts, t.arena, data, 2, 4, np.uint64(fnv(data, 2, 4)))[0] == 0
     assert find(t.table, t.hashes, t.starts, t.arena, data, 1, 2, np.uint64(fnv(data, 1, 2)))[0] == 1
     assert find(t.table, t.hashes, t.starts, t.arena, data, 0, 1, np.uint64(fnv(data, 0, 1)))[0] == -1
+
+
+def test_compiled_code_is_cached_in_a_folder_named_for_every_file_that_compiles(tmp_path):
+    """A kernel carries the helpers of other files compiled into it, and numba's own cache checks only the kernel's
+    file: the folder changes with any file that compiles something, not with the others."""
+    from datapipe.kernels.jit import compiled_sources_digest
+
+    (tmp_path / "sub").mkdir()
+    helper, caller, other = tmp_path / "sub" / "helper.py", tmp_path / "caller.py", tmp_path / "other.py"
+    helper.write_text("@leaf\ndef f(a):\n    return a[0]\n")
+    caller.write_text("@kernel\ndef g(a):\n    return f(a)\n")
+    other.write_text("X = 1\n")
+    first = compiled_sources_digest.__wrapped__(tmp_path)
+    other.write_text("X = 2\n")
+    assert compiled_sources_digest.__wrapped__(tmp_path) == first  # nothing compiled changed
+    helper.write_text("@leaf\ndef f(a):\n    return a[1]\n")
+    assert compiled_sources_digest.__wrapped__(tmp_path) != first  # the caller's cache must not be reused
+
+
+def test_a_kernel_is_cached_there_and_other_libraries_numba_caches_are_left_alone():
+    from datapipe.kernels.jit import cache_dir, kernel
+
+    before = numba.config.CACHE_DIR
+
+    @kernel
+    def twice(a):  # pragma: no cover - compiled
+        return 2 * a[0]
+
+    assert before == numba.config.CACHE_DIR
+    assert twice(np.array([21])) == 42
+    folder = Path(cache_dir())
+    assert folder.name.startswith("numba-") or os.environ.get("NUMBA_CACHE_DIR")
+    assert any("twice" in p.name for p in folder.rglob("*.nbi"))
+
+
+def test_every_compiled_function_goes_through_the_jit_module():
+    """Only datapipe/kernels/jit.py calls numba's compiler: any other would cache beside its file (stale when a
+    helper it calls changes) and escape the digest."""
+    root = Path(__file__).resolve().parents[1] / "datapipe"
+    direct = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name != "jit.py"
+        and re.search(r"numba\.(c?jit|njit|vectorize)|from numba import|@njit", p.read_text())
+    ]
+    assert direct == []

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from datapipe.kernels.jit import kernel
 
 PACKINGS = ("concat", "document")
 PAD_SEGMENT = -1
 
 
-@numba.njit(cache=True)
+@kernel
 def _pack_greedy(ends: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
     n_docs = len(ends)
     cap = 16 + n_docs + (ends[-1] // seq_len if n_docs else 0)

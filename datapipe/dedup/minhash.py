@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import xxhash
 from datatrove.utils.text import PUNCTUATION
 
 from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.normalize import normalized_bytes
+from datapipe.kernels.jit import kernel
 
 MAX_HASH = np.uint64((1 << 64) - 1)
 
@@ -40,7 +40,7 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(a), np.ascontiguousarray(b)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _signatures(hashes, offsets, a, b, out):  # pragma: no cover - compiled
     k_count = a.shape[0]
     for d in range(offsets.shape[0] - 1):
@@ -66,7 +66,7 @@ for _b in range(128):
         _SEPARATORS[_b] = True
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _mix64(z):  # pragma: no cover - compiled; splitmix64's finalizer
     z ^= z >> np.uint64(30)
     z *= np.uint64(0xBF58476D1CE4E5B9)
@@ -75,7 +75,7 @@ def _mix64(z):  # pragma: no cover - compiled; splitmix64's finalizer
     return z ^ (z >> np.uint64(31))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _shingles(data, separators, numbers, ngram):  # pragma: no cover - compiled
     """Distinct sorted hashes of word n-grams of normalized UTF-8 ``data``, in one pass over its bytes.
 
@@ -187,7 +187,7 @@ class MinHasher:
         ]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _shared(a, b):  # pragma: no cover - compiled
     """How many values two sorted arrays of distinct values share: one merge, no arrays made."""
     i = j = n = 0

@@ -19,11 +19,11 @@ import re
 import unicodedata
 from functools import cache
 
-import numba
 import numpy as np
 import regex
 from datatrove.utils.text import PUNCTUATION
 
+from datapipe.kernels.jit import kernel
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 
 # the separators that join two runs of digits into one number, in datatrove's NUMBERS_PATTERN
@@ -120,7 +120,7 @@ def _classes() -> tuple[np.ndarray, re.Pattern[str]]:
     return table, re.compile("[" + re.escape("".join(unsafe)) + "]")
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _one_pass(data, classes):  # pragma: no cover - compiled
     """(normalized UTF-8, True), or (anything, False) when a code point needs the slow path."""
     n = data.shape[0]

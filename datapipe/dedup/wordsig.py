@@ -20,13 +20,13 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-import numba
 import numpy as np
 import xxhash
 from datatrove.utils.text import NUMBERS_PATTERN, PUNCTUATION_TRANS, WHITESPACE_PATTERN
 
 from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.minhash import shingle_hashes
+from datapipe.kernels.jit import kernel
 from datapipe.languages import LanguageError, Splitter, word_splitter
 
 MERSENNE = (1 << 61) - 1
@@ -89,7 +89,7 @@ class WordMinHash:
         return _minimum(shingles, a, b)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _minimum(shingles, a, b):  # pragma: no cover - compiled
     p = np.uint64(MERSENNE)
     out = np.full(a.shape[0], np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)

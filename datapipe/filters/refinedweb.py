@@ -20,10 +20,10 @@ from functools import cache
 from re import _constants as sre  # type: ignore[attr-defined]  # the parse tree's opcodes
 from re import _parser  # type: ignore[attr-defined]
 
-import numba
 import numpy as np
 
 from datapipe.filters.document import FilterDoc
+from datapipe.kernels.jit import kernel
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 from datapipe.runtime.evidence import Removal
 
@@ -222,7 +222,7 @@ def _in_item(op, av) -> float:
     return 1  # a range, a negation: assume it can
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _line_verdicts(
     data, table, max_upper, max_numeric, min_words, counter_bound, boilerplate_bound
 ):  # pragma: no cover

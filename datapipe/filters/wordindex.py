@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numba
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
 
 from datapipe.kernels.interned import gather
+from datapipe.kernels.jit import kernel
 from datapipe.kernels.spans import same_span
 from datapipe.languages.chunk_ids import WordTable
 
@@ -117,7 +117,7 @@ _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
 _BASE_INV = np.uint64(pow(0x100000001B3, -1, 1 << 64))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _slots(m):  # pragma: no cover - compiled
     """A power of two >= 2m: open addressing stays short."""
     size = 16
@@ -126,7 +126,7 @@ def _slots(m):  # pragma: no cover - compiled
     return size
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _word_ids(codes, ends):  # pragma: no cover - compiled
     """An id per word, equal for equal words (numbered by first occurrence)."""
     size = _slots(len(ends))
@@ -156,7 +156,7 @@ def _word_ids(codes, ends):  # pragma: no cover - compiled
     return ids
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _top_ngram(ids, n):  # pragma: no cover - compiled
     """(count of the most frequent n-gram of word ids, its first position); the earliest among equal counts."""
     m = len(ids) - n + 1
@@ -186,7 +186,7 @@ def _top_ngram(ids, n):  # pragma: no cover - compiled
     return best, start
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _prefix_hashes(codes):  # pragma: no cover - compiled
     """P[i] = sum_{j<i} c_j B^j and B^-i, modulo 2**64 (uint64 arithmetic wraps)."""
     prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
@@ -201,7 +201,7 @@ def _prefix_hashes(codes):  # pragma: no cover - compiled
     return prefix, inverse
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - compiled
     """``find_all_duplicate``: visited n-grams go into a set (keyed by the span's hash, shifted to start at B^0,
     and confirmed by its characters); a visited n-gram already there is a repeat: add its characters, skip n."""
@@ -235,7 +235,7 @@ def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - com
     return repeated
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _non_symbol(codes, ends, punctuation):  # pragma: no cover - compiled
     """(number of words with a character outside ``punctuation``, their total length); an empty word is a symbol
     (``issuperset`` of the empty set)."""
@@ -253,7 +253,7 @@ def _non_symbol(codes, ends, punctuation):  # pragma: no cover - compiled
     return n, chars
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _present(ids, wanted):  # pragma: no cover - compiled
     """How many of the distinct ``wanted`` ids occur in ``ids`` (stops once all are found)."""
     found = np.zeros(len(wanted), dtype=np.bool_)

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.spans import same_span
 
 
@@ -111,7 +110,7 @@ def fnv(data, s, e):  # pragma: no cover - compiled
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def slot_of(h, size):  # pragma: no cover - compiled
     return np.int64((h ^ (h >> np.uint64(31))) & np.uint64(size - 1))
 
@@ -178,7 +177,7 @@ def has_room(table, hashes, arena, counts, size):  # pragma: no cover - compiled
     )
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def gather(values, starts, ids):  # pragma: no cover - compiled
     """``values[starts[w]:starts[w + 1]]`` for each ``w`` of ``ids``, concatenated (a text's tokens' runs of ids;
     a text's words' code points)."""

@@ -4,7 +4,7 @@ candidate, this decides, so no collision can merge two different spans."""
 
 from __future__ import annotations
 
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import leaf
 
 
 @leaf

@@ -8,7 +8,7 @@ from functools import cache
 
 import numpy as np
 
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import leaf
 
 # the code points the compiled passes keep tables for: the Basic and Supplementary Multilingual Planes, every
 # script in use and the emoji; a text with a character beyond takes its pass's slower, exact path

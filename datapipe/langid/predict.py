@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 import struct
 
-import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, has_room, insert, scan_growing
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.spans import same_span
 
 MAGIC, VERSION = 793712314, 12
@@ -293,7 +292,7 @@ def _subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragm
     return p
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _scan(
     data,
     pos,
@@ -368,17 +367,17 @@ def _scan(
     return end, n_rows
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _expf(x):  # pragma: no cover - compiled
     return math.exp(np.float32(x))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _std_log(x):  # pragma: no cover - compiled
     return np.float32(math.log(np.float64(np.float32(x)) + 1e-5))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _tree_top(hidden, n, out, left, right, osz):  # pragma: no cover - compiled
     """``hidden *= float(1.0 / n)``, then ``HierarchicalSoftmaxLoss::dfs`` for k = 1: (best label, its
     log-probability score as float32), or (-1, 0) with no row at all."""

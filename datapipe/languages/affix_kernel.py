@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, fnv
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import leaf
 from datapipe.kernels.utf8 import TABLE_END, every_character
 from datapipe.languages.affixes import top_level_pieces
 

@@ -35,11 +35,10 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from itertools import chain
 
-import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, find, fnv, gather, has_room, insert, scan_growing
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 from datapipe.languages.affix_kernel import ASK_URL, DECLINED, AffixProgram, affix_tokens, all_in, letters
 
@@ -156,7 +155,7 @@ class WordTable:
         return ids, np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _find_words(data, sizes, table, hashes, starts, arena):  # pragma: no cover - compiled
     """The number of each word of ``data`` (UTF-8, ``sizes`` bytes each) in the table, or -1."""
     out = np.empty(len(sizes), dtype=np.int64)
@@ -195,7 +194,7 @@ def _add_word(
     return -1 - u if beyond and not has_letter else u
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _add_words(
     data, sizes, table, hashes, starts, arena, counts, lengths, alpha, cstarts, codes, letters, ids, beyond
 ):  # pragma: no cover - compiled
@@ -238,7 +237,7 @@ def _add_words(
     return n_beyond
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _chunks(
     data, i, k, space, table, hashes, arena_starts, arena, counts, chunk_u
 ):  # pragma: no cover - compiled
@@ -280,7 +279,7 @@ def _chunks(
     return n, k
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _words_of_chunks(
     m_starts, m_arena, first, todo, j, program, urls, table, hashes, starts, arena, counts, lengths, alpha,
     cstarts, codes, points, pos, spans, scratch, out, k, where, sizes,
@@ -351,7 +350,7 @@ def _words_of_chunks(
     return j, k
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _in_order(out, where, sizes):  # pragma: no cover - compiled
     """Each chunk's ids (``out[where[c]:][:sizes[c]]``), one chunk after another."""
     total = 0

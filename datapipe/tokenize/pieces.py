@@ -34,11 +34,10 @@ from functools import cache
 from itertools import chain
 from typing import Any
 
-import numba
 import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, fnv, gather, has_room, insert, scan_growing
-from datapipe.kernels.leaf import leaf
+from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
@@ -74,7 +73,7 @@ def classes() -> np.ndarray:
     return ours
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _split(data, classes, points, starts):  # pragma: no cover - compiled
     """The text's code points, and where each starts in ``data``; -1 when one is UNSURE or beyond the table."""
     m, i, n = 0, 0, len(data)
@@ -114,7 +113,7 @@ def _piece_end(points, m, i, classes):  # pragma: no cover - compiled
     return j
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _pieces(
     data, points, starts, m, i, k, table, hashes, arena_starts, arena, counts, classes, piece_u
 ):  # pragma: no cover - compiled
