@@ -432,7 +432,7 @@ class ChunkIds:
         urls = np.full(added - first, -1, dtype=np.int64)
 
         def run(todo: np.ndarray, k: int) -> int:
-            j = 0
+            j, grown = 0, -1
             while True:
                 j, k = _words_of_chunks(
                     memo.starts, memo.arena, first, todo, j, program.arrays, urls, *table.arrays(), points, pos,
@@ -440,6 +440,9 @@ class ChunkIds:
                 )  # fmt: skip
                 if j == len(todo):
                     return k
+                if j == grown:  # never (the table was just grown for the longest chunk), but must not spin
+                    raise RuntimeError("chunk_ids: no room made in the table of words for a chunk's words")
+                grown = j
                 table.reserve(len(table) + 1024, longest)
 
         k = run(np.arange(added - first), 0)
