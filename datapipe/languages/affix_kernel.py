@@ -447,23 +447,19 @@ def _suffix_len(
 
 
 @leaf
-def _member(table, hashes, starts, arena, seen, data, pos, lo, hi):  # pragma: no cover - compiled
-    """Whether the code points ``[lo, hi)`` (bytes ``data[pos[lo]:pos[hi]]``) are one of the table's strings."""
-    s, e = pos[lo], pos[hi]
-    if e <= s or not (seen[data[s], data[e - 1]] >> np.uint64(min(e - s, 63))) & np.uint64(1):
-        return False
-    u, _ = find(table, hashes, starts, arena, data, s, e, fnv(data, s, e))
-    return u >= 0
-
-
-@leaf
 def _key(table, hashes, starts, arena, seen, data, pos, lo, hi):  # pragma: no cover - compiled
-    """The number of the code points ``[lo, hi)`` in the table, or -1."""
+    """The number of the code points ``[lo, hi)`` (bytes ``data[pos[lo]:pos[hi]]``) in the table, or -1."""
     s, e = pos[lo], pos[hi]
     if e <= s or not (seen[data[s], data[e - 1]] >> np.uint64(min(e - s, 63))) & np.uint64(1):
         return -1
     u, _ = find(table, hashes, starts, arena, data, s, e, fnv(data, s, e))
     return u
+
+
+@leaf
+def _member(table, hashes, starts, arena, seen, data, pos, lo, hi):  # pragma: no cover - compiled
+    """Whether the code points ``[lo, hi)`` are one of the table's strings."""
+    return _key(table, hashes, starts, arena, seen, data, pos, lo, hi) >= 0
 
 
 @leaf
@@ -475,6 +471,18 @@ def all_in(flags, codes, lo, hi):  # pragma: no cover - compiled
         if not flags[codes[i]]:
             return False
     return True
+
+
+@leaf
+def one_word(codes, pos, data, n, program):  # pragma: no cover - compiled
+    """Tier 1: whether the chunk ``codes[0:n]`` (bytes ``data[pos[0]:pos[n]]``) is one word as it stands: letters
+    only (no English prefix or suffix matches letters) and not a special case."""
+    alpha, stable, shashes, sstarts, sarena, sseen = (
+        program[6], program[8], program[9], program[10], program[11], program[22],
+    )  # fmt: skip
+    return all_in(alpha, codes, 0, n) and not _member(
+        stable, shashes, sstarts, sarena, sseen, data, pos, 0, n
+    )
 
 
 @leaf

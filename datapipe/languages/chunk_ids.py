@@ -40,7 +40,7 @@ import numpy as np
 from datapipe.kernels.interned import Interned, find, fnv, gather, has_room, insert, scan_growing
 from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
-from datapipe.languages.affix_kernel import ASK_URL, DECLINED, AffixProgram, affix_tokens, all_in, letters
+from datapipe.languages.affix_kernel import ASK_URL, DECLINED, AffixProgram, affix_tokens, letters, one_word
 
 MAX_CHARS = 1 << 20  # a longer text is split by the splitter's ``split`` (see the module's docstring)
 MAX_CHUNK_BYTES = 1 << 16  # a longer chunk is split by ``words_of`` (the compiled tiers' scratch is its size)
@@ -281,7 +281,7 @@ def _chunks(
 
 @kernel
 def _words_of_chunks(
-    m_starts, m_arena, first, todo, j, program, urls, table, hashes, starts, arena, counts, lengths, alpha,
+    m_starts, m_arena, first, todo, j, program, letters, urls, table, hashes, starts, arena, counts, lengths, alpha,
     cstarts, codes, points, pos, spans, scratch, out, k, where, sizes,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The words of the memo's new chunks ``first + c`` for ``c`` in ``todo[j:]`` (their UTF-8 in ``m_arena``) by
@@ -292,8 +292,6 @@ def _words_of_chunks(
     ``urls[c]`` is -1 (``where[c]`` then holds the middle's bytes from the chunk's start, ``lo * (MAX_CHUNK_BYTES +
     1) + hi``). Returns (where it stopped in ``todo``, ids so far): at the end, or before a chunk the table of words has
     no room for (the caller grows it and goes on)."""
-    letters, s_seen = program[6], program[22]
-    specials, s_hashes, s_starts, s_arena = program[8], program[9], program[10], program[11]
     while j < len(todo):
         c = todo[j]
         u = first + c
@@ -325,10 +323,7 @@ def _words_of_chunks(
             and cstarts[used] + n <= len(codes)
         ):
             return j, k
-        if all_in(letters, points, 0, n) and (
-            not (s_seen[m_arena[b0], m_arena[b1 - 1]] >> np.uint64(min(b1 - b0, 63))) & np.uint64(1)
-            or find(specials, s_hashes, s_starts, s_arena, m_arena, b0, b1, fnv(m_arena, b0, b1))[0] < 0
-        ):
+        if one_word(points, pos, m_arena, n, program):
             spans[0, 0], spans[0, 1] = 0, n  # letters only, not a special case: one word
             t = 1
         else:
@@ -435,8 +430,8 @@ class ChunkIds:
             j, grown = 0, -1
             while True:
                 j, k = _words_of_chunks(
-                    memo.starts, memo.arena, first, todo, j, program.arrays, urls, *table.arrays(), points, pos,
-                    spans, scratch, out, k, where, sizes,
+                    memo.starts, memo.arena, first, todo, j, program.arrays, letters(), urls, *table.arrays(),
+                    points, pos, spans, scratch, out, k, where, sizes,
                 )  # fmt: skip
                 if j == len(todo):
                     return k

@@ -223,7 +223,7 @@ class WordSplitter:
         shortcuts of the loop hold; None for other languages, or patterns with a piece it does not compile."""
         if not self._english:
             return None
-        from datapipe.languages.affix_kernel import AffixProgram, Unsupported  # noqa: F811 - typed above
+        from datapipe.languages.affix_kernel import AffixProgram, Unsupported
 
         try:
             return AffixProgram(self._tokenizer, self._special, self._patterns)
