@@ -17,7 +17,7 @@ and writes its own part files, so the result is the same on the DirectRunner, Da
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from datapipe.build.plan import StagePlan
@@ -70,7 +70,9 @@ class FinishStage(beam.DoFn):
         self.record = record
         self.expected = expected  # shards
 
-    def process(self, element: tuple[None, list[tuple[Shard, dict]]]):
+    def process(
+        self, element: tuple[None, Iterable[tuple[Shard, dict]]]
+    ):  # GroupByKey's one key, every result
         results = list(element[1])
         if len(results) != self.expected:
             raise RuntimeError(
