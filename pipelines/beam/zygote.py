@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import json
 import os
 import selectors
@@ -73,23 +72,10 @@ WARM = (
 
 def warm() -> None:
     """Import what the workers of a build import: Beam's harness, the stages' DoFns (and with them ``datapipe``),
-    TensorStore, spaCy the way the word splitters load it (without torch), and numba's type registries."""
-    for name in WARM:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    with contextlib.suppress(ImportError):
-        from datapipe.languages.spacy_words import spacy_without_torch
+    TensorStore, then what every engine's workers load (:func:`datapipe.build.warm.warm_stack`)."""
+    from datapipe.build.warm import warm_stack
 
-        spacy_without_torch()
-    # numba fills its registries (numba.np's modules, and scipy.linalg to find BLAS) when a process first calls or
-    # loads a compiled function: 0.2 s here, which each worker spent in its first shard (the language-ID model's
-    # load) while this parent, ready before the launcher's graph, waited (2026-12-05). A numba without this
-    # method only costs the workers that time again.
-    with contextlib.suppress(ImportError, AttributeError):
-        from numba.core.registry import cpu_target
-
-        cpu_target.target_context.refresh()
-        cpu_target.typing_context.refresh()
+    warm_stack(WARM)
 
 
 # --- the launcher's side ------------------------------------------------------------------------------------------

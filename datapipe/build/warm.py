@@ -1,0 +1,34 @@
+"""What a build's worker processes load before their first task, done once in a parent they are forked from.
+
+Both local engines fork their workers from a parent that has imported the stack (Beam's from
+``pipelines/beam/zygote.py``, the local engine's from multiprocessing's fork server): a worker then starts in
+milliseconds, sharing the parent's pages, instead of spending ~1 s of a core importing (docs/benchmarks.md). This
+is the part of that stack that is not the engine's own: the stages' modules, spaCy the way the word splitters load
+it (without torch) and numba's type registries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+
+def warm_stack(modules: tuple[str, ...] = ()) -> None:
+    """Import ``modules`` (a name that does not import is left to the worker: only time is at stake), then load
+    spaCy without torch and fill numba's registries."""
+    for name in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.suppress(ImportError):
+        from datapipe.languages.spacy_words import spacy_without_torch
+
+        spacy_without_torch()
+    # numba fills its registries (numba.np's modules, and scipy.linalg to find BLAS) when a process first calls or
+    # loads a compiled function: 0.2 s, which each worker spent in its first shard (the language-ID model's load)
+    # while the parent, ready early, waited (2026-12-05). A numba without this method only costs the workers that
+    # time again.
+    with contextlib.suppress(ImportError, AttributeError):
+        from numba.core.registry import cpu_target
+
+        cpu_target.target_context.refresh()
+        cpu_target.typing_context.refresh()
