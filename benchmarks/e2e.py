@@ -16,8 +16,8 @@ subreaper, so orphaned grandchildren such as multiprocessing's forkserver are re
 the resident sets of its process tree every 0.2 s to give each stage its own peak. It also reports the CPU
 seconds (user + sys) of everything it reaped, a figure less sensitive than wall time to other load on the machine.
 
-* datapipe: ``python -m pipelines.build_mixture --direct_running_mode=multi_processing --direct_num_workers=2`` on a
-  one-source mixture (warc, the default extractor (``--extract`` picks another), lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
+* datapipe: ``python -m pipelines.build_mixture --engine local --processes 2`` (``--engine beam``: Beam's DirectRunner,
+  ``--direct_running_mode=multi_processing --direct_num_workers=2``, the same bytes) on a one-source mixture (warc, the default extractor (``--extract`` picks another), lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
   bundled ``fixture_quality`` classifier trained beforehand, untimed, GPT-2), after an untimed warm-up build on
   every 20th page (a fresh checkout's first build compiles numba's caches, ~10 s). Stage times come from its
   ``ran in`` lines.
@@ -75,6 +75,12 @@ DOC = Path("/usr/share/doc")
 REFERENCE = Path("/usr/share/debian-reference")  # debian-reference-en's pages
 SHARDS = 8
 WORKERS = 2
+# our side's engine: the local one (this machine's processes, as datatrove's LocalPipelineExecutor is on its side),
+# or Beam's DirectRunner with as many worker processes
+ENGINE_FLAGS = {
+    "local": ("--engine", "local", "--processes", str(WORKERS)),
+    "beam": ("--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"),
+}
 WARC_DATE = "2024-05-01T12:00:00Z"
 HTTP_DATE = "Wed, 01 May 2024 12:00:00 GMT"
 LINEAR = 1.3  # a stage is linear when its time per document at the largest size is within this of 1x
@@ -355,15 +361,14 @@ def run_datapipe(
     threshold: float,
     timeout: float,
     extract: str = "datapipe",
+    engine: str = "local",
 ) -> dict:
     mixture, out = work / f"mixture-{tag}.yaml", work / f"out-{tag}"
     write_mixture(mixture, corpus, model, threshold, timeout, extract)
     shutil.rmtree(out, ignore_errors=True)
     from pipelines.build_mixture import command
 
-    cmd = command(
-        str(mixture), str(out), "--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}"
-    )
+    cmd = command(str(mixture), str(out), *ENGINE_FLAGS[engine])
     res = run_wrapped(cmd, work, f"datapipe-{tag}", r"\bran in\b", child_env(work))
     return read_datapipe_run(res, cmd, out, work, tag)
 
@@ -779,6 +784,12 @@ def main() -> None:
         help="our extraction method (default: datapipe's, the mixture default)",
     )
     ap.add_argument(
+        "--engine",
+        default="local",
+        choices=tuple(ENGINE_FLAGS),
+        help="our engine (default local: this machine's processes; beam: the DirectRunner with as many workers)",
+    )
+    ap.add_argument(
         "--alpha-rule",
         action="store_true",
         help="datatrove side: keep GopherQualityFilter's default 80%% alphabetic-words rule (refinedweb has none)",
@@ -808,7 +819,7 @@ def main() -> None:
         warm = work / "corpus-warmup"
         shutil.rmtree(warm, ignore_errors=True)
         build_corpus(warm, pages[::20], 1, shards=2)  # every 20th page: all languages and manuals
-        run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout, args.extract)
+        run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout, args.extract, args.engine)
         print(f"warm-up build (untimed, {len(pages[::20])} pages): {time.perf_counter() - t0:.0f} s")
 
         # each size's corpus is written just before its run (and synced): with every corpus written first, the 1x
@@ -823,9 +834,12 @@ def main() -> None:
             print(f"corpus {k}x: {n:,} records, {mb:,.0f} MiB gzipped WARC, {time.perf_counter() - t0:.0f} s")
             os.sync()
             ours[k] = run_datapipe(
-                corpora[k], work, f"{k}x", model, args.threshold, args.timeout, args.extract
+                corpora[k], work, f"{k}x", model, args.threshold, args.timeout, args.extract, args.engine
             )
-            print(f"datapipe {k}x: {ours[k]['wall']:.1f} s, peak RSS {_mib(ours[k]['maxrss'])} MiB")
+            print(
+                f"datapipe {k}x ({args.engine} engine): {ours[k]['wall']:.1f} s, "
+                f"peak RSS {_mib(ours[k]['maxrss'])} MiB"
+            )
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")
         # both sides on every 20th page, in as many shards: with the 1x runs, each side's fixed and marginal cost
@@ -834,7 +848,7 @@ def main() -> None:
         build_corpus(small_corpus, pages[::20], 1)
         small = {
             "datapipe": run_datapipe(
-                small_corpus, work, "small", model, args.threshold, args.timeout, args.extract
+                small_corpus, work, "small", model, args.threshold, args.timeout, args.extract, args.engine
             ),
             "datatrove": run_datatrove(
                 small_corpus, work, tokenizer, args.timeout, args.alpha_rule, tag="-small"

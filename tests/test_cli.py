@@ -102,7 +102,7 @@ def test_build_runs_in_this_process_through_the_engine_registry(built_small, sma
     from datapipe.build.engines import registered
     from datapipe.cli import main
 
-    assert list(registered()) == ["beam", "datatrove"]  # the default first
+    assert list(registered()) == ["beam", "datatrove", "local"]  # the default first
     out, _ = built_small
     with pytest.raises(SystemExit) as done:
         main(["build", "--mixture", str(small_mixture), "--output", str(out), "--dry-run"])

@@ -1,0 +1,233 @@
+"""Run a planned build on this machine's processes, without Beam: ``build_mixture --engine local --processes N``.
+
+The same work as the other engines, in the same order, through the same functions: each source's remaining
+stages in turn, a stage's global phase first (its task table, ``datapipe.build.registry.phase_tasks``, row after
+row, a row's tasks at once), then its shards (``run_shard``), then ``finish_stage`` (``stage.json``, ``_SUCCESS``).
+The stage folders, markers, manifest and caches are the Beam engine's, byte for byte; the global phases' scratch
+files go where the Beam engine's file shuffle puts them (``<stage>/_spill/``), removed once the phase commits.
+Sources are independent: their chains run side by side, a free process taking the next task of any chain.
+
+Why a third engine: on one machine Beam's DirectRunner is most of a small build's fixed cost (its start, its graph,
+a barrier per step, its end: ``benchmarks/beam_floor.py`` measures 1.96 s for the build's pipeline shape with steps
+that do nothing). Here the launcher only schedules: tasks and their results (shard descriptors, statistics) travel
+over one pipe per process, never document text. The processes are forked from multiprocessing's fork server,
+started when the engine is made, which imports the workers' stack (:mod:`pipelines.local.preload`) while the
+launcher checks and plans; each process keeps a stage's resources from its first task of that stage to the
+stage's end (:mod:`pipelines.local.worker`).
+
+Failures and stops: a task that raises stops the build with one line (a :class:`DatapipeError` as it is, anything
+else with its stage, shard or phase and the build log holding its traceback); a process that dies (the OOM killer)
+is one line naming its task. Ctrl-C reaches the launcher, which ends the processes; what they committed stays, and
+a rerun resumes from it as on the other engines (a half-written file is a ``.tmp-*`` the next run removes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.build.progress import WaveProgress
+from datapipe.build.registry import phase_tasks
+from datapipe.config.mixture import MixtureConfig
+from datapipe.dedup.spill import Spill
+from datapipe.errors import DatapipeError
+from datapipe.io import fs
+from datapipe.runtime.stage import TwoPhaseStage, remove_temporaries
+from pipelines.local.server import start_fork_server
+
+LOG = logging.getLogger(__name__)
+SPILL_DIR = (
+    "_spill"  # a phase's scratch folder inside its stage's (the Beam engine's file shuffle uses the same)
+)
+
+# a task: (kind, arguments, what it is, for a failure's line); a chain yields a row of tasks and is sent their
+# results, in the row's order, when every one has finished
+Task = tuple[str, tuple[Any, ...], str]
+Chain = Generator[list[Task], list[Any], None]
+
+
+class LocalEngine:
+    """``--engine local`` (``datapipe.build.run.Engine``)."""
+
+    in_memory_shuffle = False  # the global phases shuffle through files
+    runner = "local"
+
+    def __init__(self, processes: int | None = None, ctx: Any = None) -> None:
+        """``ctx``: the fork server's context, if the caller started it (the launcher does, before it plans and
+        before this module's imports); else it starts when the build runs."""
+        if processes is not None and processes < 1:
+            raise DatapipeError(f"--processes must be >= 1 (got {processes})")
+        self.workers = processes or os.cpu_count() or 1
+        self.ctx = ctx
+
+    def check(self, mixture: MixtureConfig) -> None:
+        """Nothing this engine needs can be missing on a machine that planned the build."""
+
+    def run(self, mixture: MixtureConfig, plans: list[SourcePlan], report_stage: Any) -> None:
+        todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
+        if not todo:
+            return
+        from datapipe.build.run import watched
+
+        with WaveProgress(watched(todo), lambda i, s: report_stage(*todo[i], s)) as progress:
+            chains = [source_chain(mixture, sp) for sp in plans if any(not st.done for st in sp.stages)]
+            with Pool(self.ctx or start_fork_server(), min(self.workers, _widest(todo))) as pool:
+                pool.run(chains, on_finish=progress.check)
+
+
+def _widest(todo: list[tuple[SourcePlan, StagePlan]]) -> int:
+    """The most tasks a row can have (a process beyond that would never get one)."""
+    return max(max(len(st.shards), 1) for _, st in todo) * len({sp.source.name for sp, _ in todo})
+
+
+def source_chain(mixture: MixtureConfig, sp: SourcePlan) -> Chain:
+    """A source's stages that are not done, as rows of tasks (see the module's docstring)."""
+    for st in sp.stages:
+        if st.done:
+            continue
+        remove_temporaries(st.out_dir)  # left by a run killed mid-write
+        stage = make_stage(mixture, sp, st)
+        name = f"{sp.source.name}/{st.stage}"
+        phase = global_phase(sp, st)
+        scratch = fs.join(stage.out_dir, SPILL_DIR)
+        if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
+            stage.reset_global()
+            spill = Spill.of(scratch, tuple(st.shards), stage)
+            items: dict[str, list[Any]] = {
+                "shards": list(st.shards),
+                "partitions": list(range(spill.parts)),
+                "earlier": list(range(len(spill.earlier))),
+                "once": [None],
+            }
+            for row, fn, over in phase_tasks(phase):
+                yield [
+                    ("phase", (stage, spill, fn, item), f"{name} {row} {_what(item)}") for item in items[over]
+                ]
+        if phase is not None:
+            fs.remove(scratch)  # committed (now, or by a run killed before it could remove it)
+        stats = yield [("shard", (stage, shard), f"{name} {shard.part}") for shard in st.shards]
+        yield [("finish", (stage, list(st.shards), stats, st.record()), f"{name} finish")]
+
+
+def _what(item: Any) -> str:
+    part = getattr(item, "part", None)
+    return part if part is not None else "" if item is None else f"#{item}"
+
+
+@dataclass
+class _Row:
+    chain: Chain
+    left: int
+    results: list[Any] = field(default_factory=list)
+
+
+class Pool:
+    """``processes`` worker processes, each with its pipe; :meth:`run` hands a free one the next task of any
+    chain and advances a chain when its row is done."""
+
+    def __init__(self, ctx: Any, processes: int) -> None:
+        from pipelines.local.worker import serve
+
+        self.procs: list[Any] = []
+        self.conns: list[Connection] = []
+        for _ in range(processes):
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=serve, args=(theirs,), daemon=True, name="datapipe-local-worker")
+            proc.start()
+            theirs.close()
+            self.procs.append(proc)
+            self.conns.append(ours)
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:  # done: each process lets its stages go and exits
+            for conn in self.conns:
+                conn.send(None)
+            for proc in self.procs:
+                proc.join()
+        else:  # stopped (Ctrl-C, a failed task): nothing more of theirs is wanted
+            for proc in self.procs:
+                proc.terminate()
+            for proc in self.procs:
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+
+    def run(self, chains: list[Chain], on_finish: Any) -> None:
+        queue: deque[tuple[_Row, int, Task]] = deque()
+        retired: set[str] = set()
+        busy: dict[int, tuple[_Row, int, Task]] = {}  # process -> its task
+        sent: dict[int, float] = {}  # process -> when its task was sent (each task's time goes to the build log)
+
+        def advance(row: _Row | None, chain: Chain, results: list[Any] | None) -> None:
+            try:
+                tasks = chain.send(results) if results is not None else next(chain)
+            except StopIteration:
+                return
+            new = _Row(chain, len(tasks), [None] * len(tasks))
+            queue.extend((new, i, t) for i, t in enumerate(tasks))
+            if not tasks:  # a row without items (``earlier`` without dedup.against)
+                advance(new, chain, [])
+
+        for chain in chains:
+            advance(None, chain, None)
+        number = 0
+        while queue or busy:
+            for p in range(len(self.procs)):
+                if p not in busy and queue:
+                    busy[p] = queue.popleft()
+                    kind, args, _ = busy[p][2]
+                    number += 1
+                    sent[p] = time.perf_counter()
+                    # one that died after its last answer fails to take it; its sentinel says so below
+                    with contextlib.suppress(OSError):
+                        self.conns[p].send((number, kind, args, frozenset(retired)))
+            ready = wait([*(self.conns[p] for p in busy), *(self.procs[p].sentinel for p in busy)])
+            for p in [p for p in busy if self.conns[p] in ready or self.procs[p].sentinel in ready]:
+                row, i, (kind, args, what) = busy.pop(p)
+                try:
+                    _, ok, result = self.conns[p].recv()
+                except (EOFError, OSError):
+                    raise DatapipeError(
+                        f"{what}: its worker process died ({_how(self.procs[p])}; out of memory?); "
+                        "rerun to resume from what was committed"
+                    ) from None
+                if not ok:
+                    raise _failure(what, result)
+                LOG.info("  %s: %.3f s (process %d)", what, time.perf_counter() - sent[p], p)
+                row.results[i] = result
+                row.left -= 1
+                if row.left == 0:
+                    if kind == "finish":
+                        retired.add(args[0].out_dir)
+                        on_finish()
+                    advance(row, row.chain, row.results)
+
+
+def _how(proc: Any) -> str:
+    proc.join(timeout=10)  # its pipe closed as it died: its status follows
+    code = proc.exitcode
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
+
+
+def _failure(what: str, error: Any) -> DatapipeError:
+    """The one line for a failed task: its own, or its last traceback line with the traceback in the build log."""
+    if isinstance(error, DatapipeError):
+        return error
+    LOG.info("%s failed:\n%s", what, error)
+    last = (str(error).strip().splitlines() or ["no message"])[-1]
+    return DatapipeError(f"{what}: {last} (the traceback is in the build's log, <output>/_logs/)")

@@ -1,0 +1,39 @@
+"""The local engine's entry in the engine registry (``datapipe.build.engines``; entry point ``local``).
+
+Light to import; making the engine starts its fork server, which imports the workers' stack while the launcher
+checks and plans."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from datapipe.errors import DatapipeError
+
+if TYPE_CHECKING:
+    from datapipe.build.run import Engine
+
+
+class LocalEntry:
+    name = "local"
+    summary = "this machine's processes without Beam (--processes N): the fastest one-machine build"
+
+    def add_flags(self, group: argparse._ArgumentGroup) -> None:
+        group.add_argument("--processes", type=int, help="worker processes at once (default: the CPU count)")
+
+    def make(self, args: argparse.Namespace, extra: list[str], known: list[str]) -> Engine:
+        if extra:
+            raise DatapipeError(f"unknown argument(s) with --engine local: {' '.join(extra)}")
+        if args.processes is not None and args.processes < 1:
+            raise DatapipeError(f"--processes must be >= 1 (got {args.processes})")
+        from pipelines.local.server import start_fork_server
+
+        # first, so that the server imports the workers' stack while this process imports the build's modules
+        # and plans (a dry run starts no process)
+        ctx = None if args.dry_run else start_fork_server()
+        from pipelines.local.engine import LocalEngine
+
+        return LocalEngine(args.processes, ctx)
+
+
+ENGINE = LocalEntry()

@@ -1,0 +1,83 @@
+"""A local engine's worker process: it receives tasks over its pipe and runs each with the functions every engine
+calls (``run_shard``, ``finish_stage``, a global phase's task table rows), until the pipe closes.
+
+A task is ``(number, kind, arguments, retired)``: ``kind`` one of :data:`KINDS`; ``retired`` the folders of
+stages the build has finished, whose resources this process lets go (an extraction sandbox, models). A stage's
+resources load once per process and stage (``Stage.setup``), as a Beam ``DoFn``'s do: the process keeps the
+stage object of its first task for the stage and runs later tasks of that kind on it. The answer is
+``(number, True, result)`` or ``(number, False, error)``, where ``error`` is a :class:`DatapipeError` as it was
+raised (re-made from its message: its class may not pickle) or the failed task's traceback as text.
+
+Ctrl-C is the launcher's: this process ignores SIGINT, and the launcher ends it (SIGTERM) when the build stops.
+"""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from datapipe.errors import DatapipeError
+from datapipe.runtime.stage import Stage, finish_stage, run_shard
+
+Held = dict[tuple[str, str], Stage]
+
+
+def _held(held: Held, kind: str, stage: Stage) -> Stage:
+    """This process's instance of ``stage`` for tasks of ``kind``. A global phase's tasks and the shards' have
+    instances of their own, as Beam's two DoFns do: a shard's stage sets itself up after the phase has committed
+    (dedup's removal lists), the phase's before."""
+    return held.setdefault((stage.out_dir, kind), stage)
+
+
+def _shard(held: Held, stage: Stage, shard: Any) -> Any:
+    stage = _held(held, "shard", stage)
+    stage.setup()
+    return run_shard(stage, shard)
+
+
+def _phase(held: Held, stage: Stage, spill: Any, fn: Callable[..., Any], item: Any) -> None:
+    # no eager setup: a task that needs the stage's resources (signing, scoring) sets them up itself
+    fn(_held(held, "phase", stage), spill, item)
+
+
+def _finish(held: Held, stage: Stage, shards: list[Any], stats: list[Any], record: dict[str, Any]) -> Any:
+    return finish_stage(stage, shards, stats, record)
+
+
+KINDS: dict[str, Callable[..., Any]] = {"shard": _shard, "phase": _phase, "finish": _finish}
+
+
+def _release(held: Held, retired: frozenset[str]) -> None:
+    for key in [k for k in held if k[0] in retired]:
+        teardown = getattr(held.pop(key), "teardown", None)
+        if teardown is not None:
+            teardown()
+
+
+def serve(conn: Connection) -> None:
+    """The worker's loop (the target of its process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    held: Held = {}
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except EOFError:  # the launcher is gone
+                return
+            if task is None:
+                return
+            number, kind, args, retired = task
+            _release(held, retired)
+            try:
+                result: Any = KINDS[kind](held, *args)
+                answer = (number, True, result)
+            except DatapipeError as e:
+                answer = (number, False, DatapipeError(str(e)))
+            except BaseException:  # noqa: BLE001 - any failure is the task's answer, the launcher decides
+                answer = (number, False, traceback.format_exc())
+            conn.send(answer)
+    finally:
+        _release(held, frozenset(key[0] for key in held))

@@ -1,0 +1,193 @@
+"""``build_mixture --engine local``: the Beam engine's bytes and lines without Beam, resumable after Ctrl-C, and a
+failed task or a dead process as one line."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from datapipe import DatapipeError
+from tests.conftest import REPO, build_cmd, run_build, tree_digest
+from tests.test_datatrove_engine import comparable
+from tests.test_reliability import _committed, kill_mix  # noqa: F401 - a fixture, used by name
+
+
+def local(mixture: Path, out: Path, *extra: str) -> list[str]:
+    return build_cmd(mixture, out, "--engine", "local", *extra)
+
+
+@pytest.fixture(scope="module")
+def local_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("local") / "out"
+    proc = run_build(
+        "--mixture", str(small_mixture), "--output", str(out), "--engine", "local", "--processes", "2"
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, proc
+
+
+def test_writes_what_beam_writes_and_prints_its_lines(built_small, local_small):
+    beam_out, beam = built_small
+    out, proc = local_small
+    assert (out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
+    theirs, ours = comparable(beam_out), comparable(out)
+    assert sorted(ours) == sorted(theirs)
+    assert sum("/tokenize-" in p for p in theirs) > 10
+    assert [p for p in theirs if ours[p] != theirs[p]] == []
+    assert not list(out.rglob("_spill"))  # the global phases' scratch files are gone once committed
+    assert proc.stderr.strip() == "", proc.stderr[-2000:]
+
+    def same(text: str, folder: Path) -> list[str]:  # but for the output folder, times and the stages' order
+        text = text.replace(str(folder), "OUT")
+        return sorted(re.sub(r" ran in +[\d.]+s ", " ran in ", s) for s in text.splitlines())
+
+    assert same(proc.stdout, out) == same(beam.stdout, beam_out)
+    assert sum(" ran in " in s for s in proc.stdout.splitlines()) == len(list(out.glob("*/*/stage.json")))
+
+
+def test_rerun_skips_everything(small_mixture, local_small):
+    out, _ = local_small
+    before = {k: v for k, v in tree_digest(out).items() if "experiment" not in k}
+    proc = run_build("--mixture", str(small_mixture), "--output", str(out), "--engine", "local")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert " ran in " not in proc.stdout and "skipped (cached)" in proc.stdout
+    assert {k: v for k, v in tree_digest(out).items() if "experiment" not in k} == before
+
+
+def test_ctrl_c_is_one_line_and_the_rerun_is_identical(kill_mix, tmp_path):  # noqa: F811 - the fixture
+    """Ctrl-C (SIGINT to the whole foreground group) half way: exit 130, the one ``interrupted:`` line, no
+    traceback and no process left; the rerun resumes and writes the uninterrupted (Beam) build's bytes."""
+    mix, ref, seconds = kill_mix
+    target = _committed(ref)[1] // 2
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        local(mix, out),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 10 * seconds + 300
+    while proc.poll() is None and _committed(out)[1] < target:
+        assert time.monotonic() < deadline, "the build made no progress"
+        time.sleep(0.005)
+    assert proc.poll() is None, "the build ended before the point to interrupt it"
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr + stdout, stderr[-3000:]
+    (line,) = stderr.strip().splitlines()
+    assert re.fullmatch(r"interrupted: \d+ of \d+ shards committed; rerun to resume", line), line
+    with pytest.raises(ProcessLookupError):  # every worker ended with the launcher (the fork server too)
+        for _ in range(500):
+            os.killpg(proc.pid, 0)
+            time.sleep(0.01)
+    rerun = subprocess.run(local(mix, out), cwd=REPO, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert re.search(r"^resuming: \d+ of \d+ shards already committed", rerun.stdout, re.M)
+    drop = ("experiment.json",)
+    assert {k: v for k, v in tree_digest(out).items() if not k.endswith(drop)} == {
+        k: v for k, v in tree_digest(ref).items() if not k.endswith(drop)
+    }
+
+
+# --- the pool on its own: tasks that fail, a process that dies -------------------------------------------------
+
+
+class _Stage:
+    out_dir = "nowhere"
+
+
+def _raises_value_error(stage, spill, item):
+    raise ValueError(f"item {item} cannot be read")
+
+
+def _raises_datapipe_error(stage, spill, item):
+    raise DatapipeError(f"shard {item}: field 'text' is not a string")
+
+
+def _dies(stage, spill, item):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _fine(stage, spill, item):
+    return None
+
+
+def _chain(fn):
+    yield [("phase", (_Stage(), None, _fine, i), f"src/stage fine #{i}") for i in range(3)]
+    yield [("phase", (_Stage(), None, fn, i), f"src/stage rows #{i}") for i in range(2)]
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    from pipelines.local.server import start_fork_server
+
+    return start_fork_server()
+
+
+@pytest.mark.parametrize(
+    "fn, line",
+    [
+        (_raises_datapipe_error, r"shard \d: field 'text' is not a string"),
+        (
+            _raises_value_error,
+            r"src/stage rows #\d: ValueError: item \d cannot be read "
+            r"\(the traceback is in the build's log, <output>/_logs/\)",
+        ),
+        (
+            _dies,
+            r"src/stage rows #\d: its worker process died \(killed by SIGKILL; out of memory\?\); "
+            r"rerun to resume from what was committed",
+        ),
+    ],
+)
+def test_a_failed_task_or_a_dead_process_is_one_line(ctx, fn, line, caplog):
+    from pipelines.local.engine import Pool
+
+    caplog.set_level(logging.INFO)  # a build logs at INFO to its log file (datapipe.build.run.build_log)
+    with pytest.raises(DatapipeError) as err, Pool(ctx, 2) as pool:
+        pool.run([_chain(fn)], on_finish=lambda: None)
+    assert re.fullmatch(line, str(err.value)), str(err.value)
+    assert all(not p.is_alive() for p in pool.procs)  # the others were ended
+    if fn is _raises_value_error:
+        assert "Traceback" in caplog.text and "ValueError" in caplog.text
+
+
+def test_bad_flags_are_one_line_errors(small_mixture, tmp_path):
+    base = ["--mixture", str(small_mixture), "--output", str(tmp_path / "o"), "--engine", "local"]
+    proc = run_build(*base, "--runner=X")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: unknown argument(s) with --engine local: --runner=X"
+    proc = run_build(*base, "--processes", "0")
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: --processes must be >= 1 (got 0)"
+    proc = run_build(*base[:-2], "--processes", "2")  # the Beam engine's build
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        == "error: --processes is a flag of --engine local; this build runs on --engine beam"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # ~2 minutes with the Beam build it compares with; make test-all
+def test_demo_mixture_on_the_local_engine_equals_beam(demo, tmp_path):
+    """The bundled demo mixture (10 sources side by side; dedup, paragraphs, quality cut-offs) writes the Beam
+    engine's mixture.json and caches byte for byte."""
+    beam_out, _ = demo
+    out = tmp_path / "out"
+    proc = run_build("--mixture", "dclm_phase3.yaml", "--output", str(out), "--engine", "local")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "mixture.json").read_bytes() == (beam_out / "mixture.json").read_bytes()
+    theirs, ours = comparable(beam_out), comparable(out)
+    assert sorted(ours) == sorted(theirs)
+    assert sum("/tokenize-" in p for p in theirs) >= 10 * 6
+    assert [p for p in theirs if ours[p] != theirs[p]] == []
