@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from datapipe import DatapipeError
 from tests.conftest import REPO, build_cmd, run_build, tree_digest
 from tests.test_datatrove_engine import comparable
-from tests.test_reliability import _committed, kill_mix  # noqa: F401 - a fixture, used by name
+from tests.test_reliability import _committed, interrupt_at, kill_mix  # noqa: F401 - a fixture, used by name
 
 
 def local(mixture: Path, out: Path, *extra: str) -> list[str]:
@@ -65,31 +64,8 @@ def test_ctrl_c_is_one_line_and_the_rerun_is_identical(kill_mix, tmp_path):  # n
     """Ctrl-C (SIGINT to the whole foreground group) half way: exit 130, the one ``interrupted:`` line, no
     traceback and no process left; the rerun resumes and writes the uninterrupted (Beam) build's bytes."""
     mix, ref, seconds = kill_mix
-    target = _committed(ref)[1] // 2
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        local(mix, out),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
-    deadline = time.monotonic() + 10 * seconds + 300
-    while proc.poll() is None and _committed(out)[1] < target:
-        assert time.monotonic() < deadline, "the build made no progress"
-        time.sleep(0.005)
-    assert proc.poll() is None, "the build ended before the point to interrupt it"
-    os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate()
-    assert proc.returncode == 130, stderr[-3000:]
-    assert "Traceback" not in stderr + stdout, stderr[-3000:]
-    (line,) = stderr.strip().splitlines()
-    assert re.fullmatch(r"interrupted: \d+ of \d+ shards committed; rerun to resume", line), line
-    with pytest.raises(ProcessLookupError):  # every worker ended with the launcher (the fork server too)
-        for _ in range(500):
-            os.killpg(proc.pid, 0)
-            time.sleep(0.01)
+    interrupt_at(local(mix, out), out, _committed(ref)[1] // 2, seconds)  # the fork server ended too
     rerun = subprocess.run(local(mix, out), cwd=REPO, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert re.search(r"^resuming: \d+ of \d+ shards already committed", rerun.stdout, re.M)

@@ -278,6 +278,37 @@ def _ctrl_c(proc: subprocess.Popen) -> None:
     os.killpg(proc.pid, signal.SIGINT)
 
 
+def interrupt_at(cmd: list[str], out: Path, target: int, seconds: float) -> re.Match:
+    """Start the build ``cmd`` writing to ``out``, Ctrl-C it once ``target`` commit markers are there; check that
+    it stopped as a build must (exit 130, the one ``interrupted:`` line, no traceback from any process) and return
+    that line's match (shards committed, shards planned). ``seconds``: about how long the whole build takes."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 10 * seconds + 300
+    while proc.poll() is None and _committed(out)[1] < target:
+        assert time.monotonic() < deadline, "the build made no progress"
+        time.sleep(0.005)
+    assert proc.poll() is None, "the build ended before the point to interrupt it"
+    _ctrl_c(proc)
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr + stdout, stderr[-3000:]
+    (line,) = stderr.strip().splitlines()
+    stopped = re.fullmatch(r"interrupted: (\d+) of (\d+) shards committed; rerun to resume", line)
+    assert stopped, line
+    with pytest.raises(ProcessLookupError):  # every process of the build ended with it
+        for _ in range(500):
+            os.killpg(proc.pid, 0)
+            time.sleep(0.01)
+    return stopped
+
+
 @pytest.mark.parametrize("where", ["middle", pytest.param("start", marks=pytest.mark.slow)])
 def test_ctrl_c_during_a_build_is_one_line_and_the_rerun_is_identical(kill_mix, tmp_path, where):
     """Ctrl-C in the middle of a build (``make test-all``: also after its first committed shard): exit 130, one
@@ -288,26 +319,7 @@ def test_ctrl_c_during_a_build_is_one_line_and_the_rerun_is_identical(kill_mix, 
     total = _committed(ref)[1]
     for t, target in enumerate([total // 2 if where == "middle" else 1]):
         out = tmp_path / f"i{t}"
-        proc = subprocess.Popen(
-            build_cmd(mix, out),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # its own process group, as a terminal's foreground job
-        )
-        deadline = time.monotonic() + 10 * seconds + 300
-        while proc.poll() is None and _committed(out)[1] < target:
-            assert time.monotonic() < deadline, "the build made no progress"
-            time.sleep(0.005)
-        assert proc.poll() is None, "the build ended before the point to interrupt it"
-        _ctrl_c(proc)
-        stdout, stderr = proc.communicate()
-        assert proc.returncode == 130, stderr[-3000:]
-        assert "Traceback" not in stderr + stdout, stderr[-3000:]
-        (line,) = stderr.strip().splitlines()
-        stopped = re.fullmatch(r"interrupted: (\d+) of (\d+) shards committed; rerun to resume", line)
-        assert stopped, line
+        stopped = interrupt_at(build_cmd(mix, out), out, target, seconds)
         t0 = time.monotonic()
         rerun = subprocess.run(build_cmd(mix, out), cwd=REPO, capture_output=True, text=True)
         wall = time.monotonic() - t0
