@@ -168,7 +168,9 @@ class Pool:
         queue: deque[tuple[_Row, int, Task]] = deque()
         retired: set[str] = set()
         busy: dict[int, tuple[_Row, int, Task]] = {}  # process -> its task
-        sent: dict[int, float] = {}  # process -> when its task was sent (each task's time goes to the build log)
+        sent: dict[
+            int, float
+        ] = {}  # process -> when its task was sent (each task's time goes to the build log)
 
         def advance(row: _Row | None, chain: Chain, results: list[Any] | None) -> None:
             try:
