@@ -45,9 +45,8 @@ from datapipe.runtime.stage import TwoPhaseStage, remove_temporaries
 from pipelines.local.server import start_fork_server
 
 LOG = logging.getLogger(__name__)
-SPILL_DIR = (
-    "_spill"  # a phase's scratch folder inside its stage's (the Beam engine's file shuffle uses the same)
-)
+# a phase's scratch folder inside its stage's (the Beam engine's file shuffle uses the same)
+SPILL_DIR = "_spill"
 
 # a task: (kind, arguments, what it is, for a failure's line); a chain yields a row of tasks and is sent their
 # results, in the row's order, when every one has finished
@@ -110,7 +109,8 @@ def source_chain(mixture: MixtureConfig, sp: SourcePlan) -> Chain:
             }
             for row, fn, over in phase_tasks(phase):
                 yield [
-                    ("phase", (stage, spill, fn, item), f"{name} {row} {_what(item)}") for item in items[over]
+                    ("phase", (stage, spill, fn, item), f"{name} {row} {_what(item)}".rstrip())
+                    for item in items[over]
                 ]
         if phase is not None:
             fs.remove(scratch)  # committed (now, or by a run killed before it could remove it)
