@@ -41,6 +41,15 @@ def test_writes_what_beam_writes_and_prints_its_lines(built_small, local_small):
     assert sum("/tokenize-" in p for p in theirs) > 10
     assert [p for p in theirs if ours[p] != theirs[p]] == []
     assert not list(out.rglob("_spill"))  # the global phases' scratch files are gone once committed
+    # each task's time and its process's largest resident set go to the build's log
+    build_log = "".join(p.read_text() for p in (out / "_logs").glob("build-*.log"))
+    tasks = re.findall(
+        r" (\S+/\S+) (part-\d+|finish|signatures part-\d+): [\d.]+ s \(process \d, largest so far (\d+) MiB\)",
+        build_log,
+    )
+    committed = list(out.glob("*/*/part-*.stats.json"))
+    assert len([t for t in tasks if t[1].startswith("part-")]) == len(committed)
+    assert all(50 < int(mb) < 4096 for *_, mb in tasks)
     assert proc.stderr.strip() == "", proc.stderr[-2000:]
 
     def same(text: str, folder: Path) -> list[str]:  # but for the output folder, times and the stages' order

@@ -20,7 +20,6 @@ Intermediate files live under ``<output>/_datatrove/<source>/<stage dir>/``, bes
 
 from __future__ import annotations
 
-import resource
 from typing import Any
 
 from datatrove.data import Document
@@ -29,6 +28,7 @@ from datatrove.pipeline.base import PipelineStep
 from datapipe.dedup import spill
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
+from datapipe.runtime.memory import peak_rss_mb
 from datapipe.runtime.stage import DocumentStage, Stage, finish_stage, run_shard
 from datapipe.runtime.stats import StageStats
 
@@ -36,20 +36,6 @@ from datapipe.runtime.stats import StageStats
 def mine(shards: tuple[Shard, ...], rank: int, world_size: int) -> tuple[Shard, ...]:
     """The shards task ``rank`` of ``world_size`` handles."""
     return shards[rank::world_size]
-
-
-def peak_rss_mb() -> int:
-    """This process's peak resident set: Linux's ``VmHWM``, which starts anew at ``exec``. ``ru_maxrss`` does not:
-    Linux carries it across ``exec``, so a build started by a 4 GB process (a test runner that had loaded models)
-    reported 4 GB for a task that held 300 MB. ``ru_maxrss`` where there is no ``/proc``."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 class _Step(PipelineStep):

@@ -199,7 +199,7 @@ class Pool:
             for p in [p for p in busy if self.conns[p] in ready or self.procs[p].sentinel in ready]:
                 row, i, (kind, args, what) = busy.pop(p)
                 try:
-                    _, ok, result = self.conns[p].recv()
+                    _, ok, result, peak = self.conns[p].recv()
                 except (EOFError, OSError):
                     raise DatapipeError(
                         f"{what}: its worker process died ({_how(self.procs[p])}; out of memory?); "
@@ -207,7 +207,13 @@ class Pool:
                     ) from None
                 if not ok:
                     raise _failure(what, result)
-                LOG.info("  %s: %.3f s (process %d)", what, time.perf_counter() - sent[p], p)
+                LOG.info(
+                    "  %s: %.3f s (process %d, largest so far %d MiB)",
+                    what,
+                    time.perf_counter() - sent[p],
+                    p,
+                    peak,
+                )
                 row.results[i] = result
                 row.left -= 1
                 if row.left == 0:

@@ -5,7 +5,8 @@ A task is ``(number, kind, arguments, retired)``: ``kind`` one of :data:`KINDS`;
 stages the build has finished, whose resources this process lets go (an extraction sandbox, models). A stage's
 resources load once per process and stage (``Stage.setup``), as a Beam ``DoFn``'s do: the process keeps the
 stage object of its first task for the stage and runs later tasks of that kind on it. The answer is
-``(number, True, result)`` or ``(number, False, error)``, where ``error`` is a :class:`DatapipeError` as it was
+``(number, True, result, peak)`` or ``(number, False, error, peak)`` (``peak``: the process's largest resident
+set so far, MiB, for the build log), where ``error`` is a :class:`DatapipeError` as it was
 raised (re-made from its message: its class may not pickle) or the failed task's traceback as text.
 
 Ctrl-C is the launcher's: this process ignores SIGINT, and the launcher ends it (SIGTERM) when the build stops.
@@ -20,6 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from datapipe.errors import DatapipeError
+from datapipe.runtime.memory import peak_rss_mb
 from datapipe.runtime.stage import Stage, finish_stage, run_shard
 
 Held = dict[tuple[str, str], Stage]
@@ -78,6 +80,6 @@ def serve(conn: Connection) -> None:
                 answer = (number, False, DatapipeError(str(e)))
             except BaseException:  # noqa: BLE001 - any failure is the task's answer, the launcher decides
                 answer = (number, False, traceback.format_exc())
-            conn.send(answer)
+            conn.send((*answer, peak_rss_mb()))
     finally:
         _release(held, frozenset(key[0] for key in held))
