@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import Any
 
 import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.io.models import load_fasttext
+from datapipe.quality.softmax import read_softmax
 
 FASTTEXT_MAGIC = 793712314  # first int32 of every fastText .bin / .ftz file
 
@@ -89,33 +91,64 @@ class QualityModel:
     """A loaded classifier: ``scores(texts)`` is the probability of ``positive_label`` for each text."""
 
     def __init__(self, url: str, positive_label: str, lowercase: bool = False) -> None:
-        check_model(url)
-        try:
-            self._model = load_fasttext(url)
-        except (ValueError, RuntimeError, MemoryError) as e:
-            raise DatapipeError(f"{url}: fastText could not load this model ({e})") from None
-        labels = self._model.get_labels()
+        # the same scores in compiled code where the model is one it computes exactly (datapipe/quality/softmax.py):
+        # its reading checks the file whole, and fastText's own loader (0.09 s) then waits for a text it is needed
+        # for (none, or one with a lone surrogate)
+        self._fast = read_softmax(fs.local_copy(url)) if fs.exists(url) else None
+        self._model: Any = None
+        self.url = url
+        if self._fast is None:
+            check_model(url)
+            self._load()
+        labels = self._fast.labels if self._fast is not None else self._load().get_labels()
         if positive_label not in labels:
             raise DatapipeError(
                 f"{url}: the model has no label {positive_label!r} (labels: {', '.join(labels)})"
             )
-        self.url = url
         self.positive_label = positive_label
         self.lowercase = lowercase
         self.k = len(labels)
+        self._positive = labels.index(positive_label)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                self._model = load_fasttext(self.url)
+            except (ValueError, RuntimeError, MemoryError) as e:
+                raise DatapipeError(f"{self.url}: fastText could not load this model ({e})") from None
+        return self._model
 
     def scores(self, texts: list[str]) -> np.ndarray:
         """One batched ``predict`` over all labels; the positive label's probability per text."""
         if not texts:
             return np.zeros(0)
-        labels, probs = self._model.predict([preprocess(t, self.lowercase) for t in texts], k=self.k)
         out = np.zeros(len(texts))
-        for i, (ls, ps) in enumerate(zip(labels, probs, strict=True)):
+        rest = list(range(len(texts)))  # the texts fastText scores
+        if self._fast is not None:
+            rest = []
+            for i, text in enumerate(texts):
+                probs = self._fast.probabilities(text, self.lowercase)
+                if probs is None:
+                    rest.append(i)
+                else:
+                    out[i] = probs[self._positive]
+        if not rest:
+            return out
+        labels, probs = self._load().predict([preprocess(texts[i], self.lowercase) for i in rest], k=self.k)
+        for i, ls, ps in zip(rest, labels, probs, strict=True):
             for label, p in zip(ls, ps, strict=True):
                 if label == self.positive_label:
                     out[i] = float(p)  # as fastText gives it (its smoothing can exceed 1 by ~1e-5)
                     break
         return out
+
+    def scores_by_fasttext(self, texts: list[str]) -> np.ndarray:
+        """:meth:`scores` through fastText's own ``predict`` for every text (what the compiled path must equal)."""
+        fast, self._fast = self._fast, None
+        try:
+            return self.scores(texts)
+        finally:
+            self._fast = fast
 
 
 def model_size(url: str) -> int:
