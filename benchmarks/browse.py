@@ -98,7 +98,7 @@ def main() -> None:
             print(
                 f"corpus: {meta['pages']:,} pages, {meta['shards']} shards ({time.perf_counter() - t0:.0f} s)"
             )
-        run = e2e.run_datapipe(corpus, work, f"browse-{args.pages}", model, 0.5, 5.0)
+        run = e2e.run_datapipe(corpus, work, f"browse-{args.pages}", model, 0.5, 5.0, engine="beam")
         print(f"build: {run['wall']:.0f} s, largest process {run['maxrss'] / (1 << 20):,.0f} MiB", flush=True)
     index = work / f"index-{args.pages}"
     shutil.rmtree(index, ignore_errors=True)

@@ -2,7 +2,8 @@
 
 The build is ``benchmarks/e2e.py``'s: the same ~5,250 real Debian pages in 8 WARC shards, the same mixture (our
 extractor, lid.176, ``refinedweb`` filters, exact + MinHash dedup, the fixture quality classifier, GPT-2), the same
-2 DirectRunner workers, after the same untimed warm-up build. It runs under py-spy (``pip install py-spy``, done
+2 worker processes on the same engine (``--engine local``, or ``beam`` for the DirectRunner), after the same untimed
+warm-up build. It runs under py-spy (``pip install py-spy``, done
 here when missing), which samples the launcher and every worker process it starts (``--subprocesses``), and a
 second, tiny build (8 pages) shows the fixed cost: what a build spends whatever its input.
 
@@ -57,6 +58,9 @@ CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(r"datapipe/build/|datapipe/config/|pipelines/build_mixture"),
     ),
     ("Beam runner", re.compile(r"apache_beam|pipelines/beam/|grpc")),
+    # pickling and pipes between processes: the extraction sandbox's batches, the local engine's tasks
+    ("process pipes", re.compile(r"multiprocessing/connection|multiprocessing/reduction")),
+    ("local engine", re.compile(r"pipelines/local/|multiprocessing/")),
 ]
 
 
@@ -107,6 +111,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", help="working folder (kept); default a temporary one")
     ap.add_argument("--rate", type=int, default=100, help="samples a second per process (default 100)")
+    ap.add_argument("--engine", default="local", choices=("local", "beam"), help="our engine (as e2e.py's)")
     args = ap.parse_args()
     import e2e
 
@@ -118,7 +123,7 @@ def main() -> None:
     pages = e2e.real_pages()
     model = e2e.train_classifier(work)
     env = e2e.child_env(work)
-    flags = ["--direct_running_mode=multi_processing", f"--direct_num_workers={e2e.WORKERS}"]
+    flags = e2e.ENGINE_FLAGS[args.engine]
     runs = {}
     for tag, chosen in (("warmup", pages[::20]), ("fixed", pages[:8]), ("full", pages)):
         corpus, out, mixture = work / f"corpus-{tag}", work / f"out-{tag}", work / f"mixture-{tag}.yaml"
@@ -136,7 +141,10 @@ def main() -> None:
     full_pages, full_wall, total, full = runs["full"]
     _, fixed_wall, fixed_total, fixed = runs["fixed"]
     n_full, n_fixed = sum(full.values()), sum(fixed.values())
-    print(f"profile_e2e: {full_pages:,} pages, 2 workers; py-spy at {args.rate} samples/s per process")
+    print(
+        f"profile_e2e: {full_pages:,} pages, 2 workers, {args.engine} engine; "
+        f"py-spy at {args.rate} samples/s per process"
+    )
     print(f"{'category':<32} {'full build CPU s':>16} {'share':>7} {'8-page build CPU s':>19}")
     for name, n in full.most_common():  # each category's share of the samples, of the build's measured CPU
         print(

@@ -5,7 +5,7 @@ wall and CPU seconds):
 
 * **build**: ``scale_corpus.py`` crawls (real Debian documentation paragraphs recombined into pages, with planted
   exact and near copies and their ground truth) through ``python -m pipelines.build_mixture`` on the DirectRunner
-  with 2 worker processes, the recipe of ``e2e.py`` (resiliparse, lid.176 en >= 0.65, refinedweb filters, exact +
+  with 2 worker processes (``--build-engine local``: the local engine with 2), the recipe of ``e2e.py`` (resiliparse, lid.176 en >= 0.65, refinedweb filters, exact +
   MinHash ``fineweb`` dedup, the bundled ``fixture_quality`` classifier, GPT-2). Per stage: documents in, seconds,
   ms per document, the largest process while it ran. ``dedup recall``: of the planted copies that reached the dedup
   stage together with their original, the share it removed.
@@ -23,7 +23,7 @@ Defaults (about 10 minutes on 2 cores): build 10^4 and 3x10^4 pages, dedup 10^5,
 ``--full``: build 10^4, 10^5 and 10^6 pages, dedup 10^5, 10^6 and 10^7 documents (~1 hour; 20 GiB of disk).
 
     .venv/bin/python benchmarks/scale.py [--full] [--work DIR] [--build-sizes 10000,30000] [--dedup-sizes ...]
-        [--engines beam,datatrove] [--series build,dedup]
+        [--engines beam,datatrove] [--build-engine beam|local] [--series build,dedup]
 
 Last line: ``bench: scale pages_max=N build_rss_mb=X dedup_docs_max=M dedup_rss_mb=Y worst_scaling=Z
 dedup_recall=R incremental_equal=1``.
@@ -104,13 +104,13 @@ PLAN_LINE = re.compile(r"^\s+web\s+(\w+)\s+([\d,]+)\s+([\d,.]+)\s+([\d,]+)\s+([\
 TOTAL_LINE = re.compile(r"^\s+total: ~([\d,]+) s, peak ~([\d,]+) MiB")
 
 
-def dry_run(corpus: Path, work: Path, tag: str, model: str) -> dict:
+def dry_run(corpus: Path, work: Path, tag: str, model: str, engine: str = "beam") -> dict:
     """The build's ``--dry-run`` resource plan: per stage (docs in, estimated seconds, MiB a worker), and total."""
     from pipelines.build_mixture import command
 
     mixture = work / f"mixture-{tag}.yaml"
     e2e.write_mixture(mixture, corpus, model, 0.5, 5.0)
-    extra = ("--dry-run", "--direct_running_mode=multi_processing", f"--direct_num_workers={WORKERS}")
+    extra = ("--dry-run", *e2e.ENGINE_FLAGS[engine])
     proc = subprocess.run(
         command(str(mixture), str(work / f"out-{tag}"), *extra),
         cwd=REPO,
@@ -176,11 +176,12 @@ def print_estimates(runs: dict[int, dict]) -> float:
     return worst
 
 
-def build_series(work: Path, sizes: tuple[int, ...]) -> dict[int, dict]:
+def build_series(work: Path, sizes: tuple[int, ...], engine: str = "beam") -> dict[int, dict]:
     model = e2e.train_classifier(work)
     warm = scale_corpus.build(work / "corpus-warmup", 1000)
     t0 = time.perf_counter()
-    e2e.run_datapipe(work / "corpus-warmup", work, "warmup", model, 0.5, 5.0)  # numba caches, untimed
+    # numba's caches, untimed
+    e2e.run_datapipe(work / "corpus-warmup", work, "warmup", model, 0.5, 5.0, engine=engine)
     print(f"warm-up build ({warm['pages']:,} pages, untimed): {time.perf_counter() - t0:.0f} s", flush=True)
     runs = {}
     for n in sizes:
@@ -193,8 +194,8 @@ def build_series(work: Path, sizes: tuple[int, ...]) -> dict[int, dict]:
             flush=True,
         )
         os.sync()
-        estimate = dry_run(corpus, work, f"build-{n}", model)
-        run = e2e.run_datapipe(corpus, work, f"build-{n}", model, 0.5, 5.0)
+        estimate = dry_run(corpus, work, f"build-{n}", model, engine)
+        run = e2e.run_datapipe(corpus, work, f"build-{n}", model, 0.5, 5.0, engine=engine)
         run["estimate"] = estimate
         run["recall"] = build_recall(corpus, run["out"])
         print(
@@ -364,6 +365,12 @@ def main() -> None:
         "--engines", default=",".join(ENGINES), help="dedup series engines (default beam,datatrove)"
     )
     ap.add_argument(
+        "--build-engine",
+        default="beam",
+        choices=tuple(e2e.ENGINE_FLAGS),
+        help="the build series' engine (default beam: the DirectRunner with 2 workers; local: --engine local)",
+    )
+    ap.add_argument(
         "--series",
         default="build,dedup",
         help="build,dedup (default: both, then the incremental check and the bench line with every key); one of"
@@ -392,7 +399,7 @@ def main() -> None:
         if not series or not series <= {"build", "dedup"}:
             raise SystemExit(f"scale: --series takes build, dedup, both, or estimate; not {args.series!r}")
         dedup = dedup_series(work, dedup_sizes, engines) if "dedup" in series else {}
-        builds = build_series(work, build_sizes) if "build" in series else {}
+        builds = build_series(work, build_sizes, args.build_engine) if "build" in series else {}
         worst = max(print_build(builds) if builds else 0.0, print_dedup(dedup) if dedup else 0.0)
         recalls = [r["recall"]["found"] / max(1, r["recall"]["copies"]) for r in builds.values()]
         recalls += [

@@ -112,6 +112,33 @@ def _chain(fn):
     yield [("phase", (_Stage(), None, fn, i), f"src/stage rows #{i}") for i in range(2)]
 
 
+def _touch(stage, folder, item):
+    (folder / f"{item}").write_text("")
+
+
+def _rows(folder, log):
+    """Three rows of one chain: each starts once every task of the row before has answered."""
+    got = yield [("phase", (_Stage(), folder, _touch, f"a{i}"), f"a{i}") for i in range(3)]
+    log.append((sorted(p.name for p in folder.iterdir()), got))
+    got = yield []  # a row without items goes straight on
+    log.append(got)
+    got = yield [("phase", (_Stage(), folder, _touch, "b"), "b")]
+    log.append((sorted(p.name for p in folder.iterdir()), got))
+
+
+def test_rows_wait_for_the_row_before_and_chains_run_side_by_side(ctx, tmp_path):
+    from pipelines.local.engine import Pool
+
+    logs: list[list] = [[], []]
+    folders = [tmp_path / "x", tmp_path / "y"]
+    for f in folders:
+        f.mkdir()
+    with Pool(ctx, 2) as pool:
+        pool.run([_rows(f, log) for f, log in zip(folders, logs, strict=True)], on_finish=lambda: None)
+    for log in logs:
+        assert log == [(["a0", "a1", "a2"], [None] * 3), [], (["a0", "a1", "a2", "b"], [None])]
+
+
 @pytest.fixture(scope="module")
 def ctx():
     from pipelines.local.server import start_fork_server

@@ -41,7 +41,7 @@ from datapipe.config.mixture import MixtureConfig
 from datapipe.dedup.spill import Spill
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.runtime.stage import TwoPhaseStage, remove_temporaries
+from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
 from pipelines.local.server import start_fork_server
 
 LOG = logging.getLogger(__name__)
@@ -75,12 +75,16 @@ class LocalEngine:
         todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
         if not todo:
             return
-        from datapipe.build.run import watched
+        from datapipe.build.run import LOGS, watched
 
         with WaveProgress(watched(todo), lambda i, s: report_stage(*todo[i], s)) as progress:
             chains = [source_chain(mixture, sp) for sp in plans if any(not st.done for st in sp.stages)]
-            with Pool(self.ctx or start_fork_server(), min(self.workers, _widest(todo))) as pool:
+            logs = fs.join(mixture.output, LOGS)
+            with Pool(self.ctx or start_fork_server(), min(self.workers, _widest(todo)), logs) as pool:
                 pool.run(chains, on_finish=progress.check)
+        for _, st in todo:  # what the scheduler says it ran is checked, not trusted, before the manifest
+            if not is_done(st.out_dir):
+                raise DatapipeError(f"{st.out_dir}: the local engine finished without the stage's _SUCCESS")
 
 
 def _widest(todo: list[tuple[SourcePlan, StagePlan]]) -> int:
@@ -134,9 +138,11 @@ class Pool:
     """``processes`` worker processes, each with its pipe; :meth:`run` hands a free one the next task of any
     chain and advances a chain when its row is done."""
 
-    def __init__(self, ctx: Any, processes: int) -> None:
+    def __init__(self, ctx: Any, processes: int, logs: str = "<output>/_logs") -> None:
+        """``logs``: the build log's folder, named in a failed task's line."""
         from pipelines.local.worker import serve
 
+        self.logs = logs
         self.procs: list[Any] = []
         self.conns: list[Connection] = []
         for _ in range(processes):
@@ -153,7 +159,8 @@ class Pool:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:  # done: each process lets its stages go and exits
             for conn in self.conns:
-                conn.send(None)
+                with contextlib.suppress(OSError):  # one that died idle has nothing to let go
+                    conn.send(None)
             for proc in self.procs:
                 proc.join()
         else:  # stopped (Ctrl-C, a failed task): nothing more of theirs is wanted
@@ -168,22 +175,22 @@ class Pool:
         queue: deque[tuple[_Row, int, Task]] = deque()
         retired: set[str] = set()
         busy: dict[int, tuple[_Row, int, Task]] = {}  # process -> its task
-        sent: dict[
-            int, float
-        ] = {}  # process -> when its task was sent (each task's time goes to the build log)
+        # process -> when its task was sent (each task's time goes to the build log)
+        sent: dict[int, float] = {}
 
-        def advance(row: _Row | None, chain: Chain, results: list[Any] | None) -> None:
+        def advance(chain: Chain, results: list[Any] | None) -> None:
+            """Queue the chain's next row (its first when ``results`` is None; else the row before's results)."""
             try:
                 tasks = chain.send(results) if results is not None else next(chain)
             except StopIteration:
                 return
-            new = _Row(chain, len(tasks), [None] * len(tasks))
-            queue.extend((new, i, t) for i, t in enumerate(tasks))
+            row = _Row(chain, len(tasks), [None] * len(tasks))  # one for the row: its tasks count it down
+            queue.extend((row, i, t) for i, t in enumerate(tasks))
             if not tasks:  # a row without items (``earlier`` without dedup.against)
-                advance(new, chain, [])
+                advance(chain, [])
 
         for chain in chains:
-            advance(None, chain, None)
+            advance(chain, None)
         number = 0
         while queue or busy:
             for p in range(len(self.procs)):
@@ -206,7 +213,7 @@ class Pool:
                         "rerun to resume from what was committed"
                     ) from None
                 if not ok:
-                    raise _failure(what, result)
+                    raise _failure(what, result, self.logs)
                 LOG.info(
                     "  %s: %.3f s (process %d, largest so far %d MiB)",
                     what,
@@ -220,7 +227,7 @@ class Pool:
                     if kind == "finish":
                         retired.add(args[0].out_dir)
                         on_finish()
-                    advance(row, row.chain, row.results)
+                    advance(row.chain, row.results)
 
 
 def _how(proc: Any) -> str:
@@ -232,10 +239,10 @@ def _how(proc: Any) -> str:
     return f"exit status {code}"
 
 
-def _failure(what: str, error: Any) -> DatapipeError:
+def _failure(what: str, error: Any, logs: str) -> DatapipeError:
     """The one line for a failed task: its own, or its last traceback line with the traceback in the build log."""
     if isinstance(error, DatapipeError):
         return error
     LOG.info("%s failed:\n%s", what, error)
     last = (str(error).strip().splitlines() or ["no message"])[-1]
-    return DatapipeError(f"{what}: {last} (the traceback is in the build's log, <output>/_logs/)")
+    return DatapipeError(f"{what}: {last} (the traceback is in the build's log, {logs}/)")
