@@ -106,25 +106,10 @@ class HsModel:
             e.decode("utf-8", errors="replace").removeprefix("__label__") for e in entries[nwords:]
         ]
         self.minn, self.maxn = args["minn"], args["maxn"]
-        # an n-gram's bucket -> its input row (-1: pruned away); an unpruned model's table is the identity
-        self.rows_of_bucket = np.arange(nwords, nwords + bucket, dtype=np.int32)
-        if prune is not None:
-            self.rows_of_bucket[:] = -1
-            self.rows_of_bucket[prune[:, 0]] = nwords + prune[:, 1]
-        # the dictionary, for the scan to find a token's entry and whether it is a label
-        self.vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, 1)
+        self.rows_of_bucket = bucket_rows(nwords, bucket, prune)
+        self.vocab = vocabulary(entries)
         self.kinds = kinds
-        lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
-        fill(
-            self.vocab.table,
-            self.vocab.hashes,
-            self.vocab.starts,
-            self.vocab.arena,
-            self.vocab.counts,
-            np.frombuffer(b"".join(entries), dtype=np.uint8),
-            lengths,
-        )
-        self.eos_rows = np.array([i for i, e in enumerate(entries[:nwords]) if e == EOS], dtype=np.int32)
+        self.eos_rows = eos_rows(entries, nwords)
         self.inp, self.out = inp, out
         self.left, self.right = _huffman_tree(args["label_counts"])
         self.osz = len(self.labels)
@@ -176,6 +161,29 @@ class HsModel:
         if node < 0:
             return None
         return self.labels[node], float(expf(score))
+
+
+def bucket_rows(nwords: int, bucket: int, prune: np.ndarray | None) -> np.ndarray:
+    """An n-gram's bucket -> its input row (-1: pruned away); an unpruned model's table is the identity."""
+    rows = np.arange(nwords, nwords + bucket, dtype=np.int32)
+    if prune is not None:
+        rows[:] = -1
+        rows[prune[:, 0]] = nwords + prune[:, 1]
+    return rows
+
+
+def vocabulary(entries: list[bytes]) -> Interned:
+    """The dictionary as an interning table (entry ``i`` is token ``i``), for a scan to find a token's entry."""
+    vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, 1)
+    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
+    words = np.frombuffer(b"".join(entries), dtype=np.uint8)
+    fill(vocab.table, vocab.hashes, vocab.starts, vocab.arena, vocab.counts, words, lengths)
+    return vocab
+
+
+def eos_rows(entries: list[bytes], nwords: int) -> np.ndarray:
+    """The end-of-line token's input row (none when the dictionary lacks it)."""
+    return np.array([i for i, e in enumerate(entries[:nwords]) if e == EOS], dtype=np.int32)
 
 
 def read_model(path: str) -> HsModel | None:
@@ -314,6 +322,16 @@ def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @leaf
+def dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h):  # pragma: no cover - compiled
+    """The token ``data[s:e]``'s dictionary entry (-1: none) and whether fastText reads it as a label: by its
+    entry's type, or for a token not in the dictionary, by the ``__label__`` prefix."""
+    entry, _ = find(vtable, vhashes, vstarts, varena, data, s, e, h)
+    if entry >= 0:
+        return entry, vkinds[entry] == 1
+    return entry, e - s >= len(LABEL_BYTES) and same_span(data, s, LABEL_BYTES, 0, len(LABEL_BYTES))
+
+
+@leaf
 def subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragma: no cover - compiled
     """fastText's ``addSubwords`` for the token ``data[s:e]`` (word id ``wid`` or -1), written at ``ids[p:]``:
     the word's row, then ``computeSubwords("<" + token + ">")`` through ``pushHash`` (FNV-1a over signed bytes,
@@ -402,11 +420,7 @@ def _scan(
                 need[0] = most
                 return s, n_rows
             u = insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
-            entry, _ = find(vtable, vhashes, vstarts, varena, data, s, e, h)
-            if entry >= 0:
-                label = vkinds[entry] == 1
-            else:  # not in the dictionary: a label by its prefix
-                label = e - s >= len(LABEL_BYTES) and same_span(data, s, LABEL_BYTES, 0, len(LABEL_BYTES))
+            entry, label = dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h)
             q = counts[2]
             if not label:  # a label is not a word: no rows
                 q = subword_rows(data, s, e, entry, minn, maxn, rows_of_bucket, ids, q)

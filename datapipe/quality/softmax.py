@@ -30,19 +30,21 @@ import math
 
 import numpy as np
 
-from datapipe.kernels.interned import Interned, fill, find, has_room, insert, scan_growing
+from datapipe.kernels.interned import Interned, find, has_room, insert, scan_growing
 from datapipe.kernels.jit import kernel
-from datapipe.kernels.spans import same_span
 from datapipe.kernels.utf8 import decode, utf8_within
 from datapipe.langid.predict import (
     EOS,
-    LABEL_BYTES,
     LOSS_SOFTMAX,
     Supervised,
+    bucket_rows,
+    dictionary_entry,
+    eos_rows,
     expf,
     read_supervised,
     std_log,
     subword_rows,
+    vocabulary,
 )
 from datapipe.languages.chunk_ids import white_space
 
@@ -68,26 +70,11 @@ class SoftmaxModel:
         nwords, bucket = args["nwords"], args["bucket"]
         self.labels = [e.decode("utf-8", errors="replace") for e in sup.entries[nwords:]]
         self.minn, self.maxn, self.word_ngrams = args["minn"], args["maxn"], args["word_ngrams"]
-        self.rows_of_bucket = np.arange(nwords, nwords + bucket, dtype=np.int32)
-        if sup.prune is not None:
-            self.rows_of_bucket[:] = -1
-            self.rows_of_bucket[sup.prune[:, 0]] = nwords + sup.prune[:, 1]
-        entries = sup.entries
-        self.vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, 1)
+        self.rows_of_bucket = bucket_rows(nwords, bucket, sup.prune)
+        self.vocab = vocabulary(sup.entries)
         self.kinds = sup.kinds
-        lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
-        fill(
-            self.vocab.table,
-            self.vocab.hashes,
-            self.vocab.starts,
-            self.vocab.arena,
-            self.vocab.counts,
-            np.frombuffer(b"".join(entries), dtype=np.uint8),
-            lengths,
-        )
         # the end-of-line token: its rows (none when the dictionary lacks it) and its hash (a word either way)
-        eos = [i for i, e in enumerate(entries[:nwords]) if e == EOS]
-        self.eos_rows = np.array(eos, dtype=np.int32)
+        self.eos_rows = eos_rows(sup.entries, nwords)
         self.eos_hash = np.int64(np.int32(np.uint32(_fasttext_hash(EOS))))
         self.inp, self.out = sup.inp, sup.out
         self.space = white_space()
@@ -205,11 +192,7 @@ def _scan(
                 state[2] = most
                 return s
             u = insert(table, slot, hashes, starts, arena, counts, data, s, e, h)
-            entry, _ = find(vtable, vhashes, vstarts, varena, data, s, e, h)
-            if entry >= 0:
-                label = vkinds[entry] == 1
-            else:  # not in the dictionary: a label by its prefix
-                label = e - s >= len(LABEL_BYTES) and same_span(data, s, LABEL_BYTES, 0, len(LABEL_BYTES))
+            entry, label = dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h)
             q = counts[2]
             if label:
                 token_hash[u] = NOT_A_WORD
