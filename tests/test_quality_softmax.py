@@ -4,6 +4,11 @@ subwords, a pruned dictionary and a quantized input matrix."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import fasttext
 import numpy as np
 import pytest
@@ -25,46 +30,42 @@ def _fasttext(model, text: str, lowercase: bool = False) -> np.ndarray:
     return out
 
 
-def _train(path: str, **hyper):
-    """fastText's trainer on a few hundred pages now and then stops with "Encountered NaN" (the same file and
-    settings train on the next try): a few tries."""
-    for attempt in range(5):
-        try:
-            return fasttext.train_supervised(path, thread=1, seed=attempt, verbose=0, **hyper)
-        except RuntimeError as e:
-            if "NaN" not in str(e) or attempt == 4:
-                raise
-    raise AssertionError("unreachable")
+TRAIN = """
+import json, sys
+import fasttext
+source, path, hyper, quantize = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4] == "1"
+model = fasttext.train_supervised(source, thread=1, seed=0, verbose=0, **hyper)
+if quantize:
+    model.quantize(input=source, cutoff=500, retrain=False, qnorm=True, dsub=2)
+model.save_model(path)
+"""
+
+
+def _train(source: Path, path: Path, quantize: bool = False, **hyper) -> str:
+    """fastText training in a fresh process, as ``datapipe.quality.train`` trains: in a process that has run other
+    native libraries (a test session) it now and then stops with "Encountered NaN"."""
+    args = [str(source), str(path), json.dumps(hyper), "1" if quantize else "0"]
+    subprocess.run([sys.executable, "-c", TRAIN, *args], check=True, capture_output=True, timeout=300)
+    return str(path)
 
 
 @pytest.fixture(scope="module")
 def models(trained, fixture_texts, tmp_path_factory):  # noqa: F811 - the fixture
     """(ours, fastText's) for the recipe's model and three more kinds trained here on the fixture pages."""
     folder = tmp_path_factory.mktemp("softmax")
-    train_file = folder / "train.txt"
     pages = [preprocess(t) for t in fixture_texts[:400] if t.split()][:300]  # a line without words trains NaN
-    lines = [f"__label__{'a' if i % 3 else 'b'} {t}" for i, t in enumerate(pages)]
-    train_file.write_text("\n".join(lines) + "\n")
-    paths = {"recipe": trained[0].model_url}
-    kinds = {
-        "trigrams+subwords": dict(wordNgrams=3, minn=2, maxn=4, bucket=20000, dim=16, epoch=5),
-        "three labels": dict(wordNgrams=1, dim=8, epoch=5),
+    train_file = folder / "train.txt"
+    train_file.write_text("".join(f"__label__{'a' if i % 3 else 'b'} {t}\n" for i, t in enumerate(pages)))
+    three = folder / "three.txt"
+    three.write_text(train_file.read_text().replace("__label__b ", "__label__c ", 40))
+    paths = {
+        "recipe": trained[0].model_url,
+        "trigrams+subwords": _train(
+            train_file, folder / "tri.bin", wordNgrams=3, minn=2, maxn=4, bucket=20000, dim=16, epoch=5
+        ),
+        "three labels": _train(three, folder / "three.bin", wordNgrams=1, dim=8, epoch=5),
+        "pruned+quantized": _train(train_file, folder / "pq.ftz", True, wordNgrams=2, dim=16, epoch=5),
     }
-    for name, hyper in kinds.items():
-        path = folder / f"{name}.bin"
-        text = train_file.read_text()
-        if name == "three labels":
-            text = text.replace("__label__b ", "__label__c ", 40)
-            (folder / "three.txt").write_text(text)
-            model = _train(str(folder / "three.txt"), **hyper)
-        else:
-            model = _train(str(train_file), **hyper)
-        model.save_model(str(path))
-        paths[name] = str(path)
-    quantized = _train(str(train_file), wordNgrams=2, dim=16, epoch=5)
-    quantized.quantize(input=str(train_file), cutoff=500, retrain=False, qnorm=True, dsub=2)
-    quantized.save_model(str(folder / "pruned.ftz"))
-    paths["pruned+quantized"] = str(folder / "pruned.ftz")
     out = {}
     for name, path in paths.items():
         ours = read_softmax(path)
