@@ -80,6 +80,11 @@ def partition_count(shards: int) -> int:
     return max(1, min(-(-shards // SHARDS_PER_PART), MAX_PARTS))
 
 
+SCRATCH = (
+    "_spill"  # a phase's scratch folder inside its stage's, where an engine keeps it there (Beam, local)
+)
+
+
 @dataclass(frozen=True)
 class Spill:
     """Where one global phase's files go and how they are split: the scratch folder, the partition count and the
@@ -98,6 +103,16 @@ class Spill:
         return cls(
             scratch, partition_count(len(shards) + len(earlier)), tuple(s.index for s in shards), earlier
         )
+
+    def items(self, shards: tuple[Shard, ...] | list[Shard]) -> dict[str, list[Any]]:
+        """What each row of a task table runs over, by the name the row gives (``datapipe.build.registry``): the
+        stage's shards, the partition numbers, the earlier builds' shards, or once."""
+        return {
+            "shards": list(shards),
+            "partitions": list(range(self.parts)),
+            "earlier": list(range(len(self.earlier))),
+            "once": [None],
+        }
 
     def earlier_ref(self, k: int) -> int:
         """The (negative) shard number of the k-th earlier shard: every earlier document sorts before ours."""

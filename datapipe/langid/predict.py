@@ -322,6 +322,26 @@ def _huffman_tree(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @leaf
+def add_row(hidden, inp, row):  # pragma: no cover - compiled
+    """``hidden += inp[row]`` in float32, element by element (fastText's ``Vector::addRow``)."""
+    for d in range(len(hidden)):
+        hidden[d] += inp[row, d]
+
+
+@leaf
+def fasttext_hash(data, s, e):  # pragma: no cover - compiled
+    """``Dictionary::hash`` of ``data[s:e]``: FNV-1a over the bytes as signed chars, 32 bits, as the int32 fastText
+    keeps it."""
+    f = np.uint64(2166136261)
+    for k in range(s, e):
+        c = np.uint64(data[k])
+        if c >= 128:
+            c |= np.uint64(0xFFFFFF00)  # uint32(int8(c))
+        f = ((f ^ c) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
+    return np.int64(np.int32(np.uint32(f)))
+
+
+@leaf
 def dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h):  # pragma: no cover - compiled
     """The token ``data[s:e]``'s dictionary entry (-1: none) and whether fastText reads it as a label: by its
     entry's type, or for a token not in the dictionary, by the ``__label__`` prefix."""
@@ -397,7 +417,6 @@ def _scan(
     tokens go into the memo arrays). Returns (where it stopped, the rows summed): the end of the text, or the start of
     a new token the memo has no room for, with the ids that token needs in ``need[0]``
     (:func:`~datapipe.kernels.interned.scan_growing` grows the memo and calls again)."""
-    dim = inp.shape[1]
     end = len(data)
     grams = max(1, maxn - minn + 1)
     while True:
@@ -427,13 +446,10 @@ def _scan(
             offsets[u + 1] = q
             counts[2] = q
         for q in range(offsets[u], offsets[u + 1]):
-            row = ids[q]
-            for d in range(dim):
-                hidden[d] += inp[row, d]
+            add_row(hidden, inp, ids[q])
             n_rows += 1
     for row in eos_rows:
-        for d in range(dim):
-            hidden[d] += inp[row, d]
+        add_row(hidden, inp, row)
         n_rows += 1
     return end, n_rows
 

@@ -119,9 +119,8 @@ class QualityModel:
         return self._model
 
     def scores(self, texts: list[str]) -> np.ndarray:
-        """One batched ``predict`` over all labels; the positive label's probability per text."""
-        if not texts:
-            return np.zeros(0)
+        """The positive label's probability per text: compiled where the model allows, else fastText's batched
+        ``predict`` over all labels."""
         out = np.zeros(len(texts))
         rest = list(range(len(texts)))  # the texts fastText scores
         if self._fast is not None:
@@ -132,23 +131,25 @@ class QualityModel:
                     rest.append(i)
                 else:
                     out[i] = probs[self._positive]
-        if not rest:
-            return out
-        labels, probs = self._load().predict([preprocess(texts[i], self.lowercase) for i in rest], k=self.k)
-        for i, ls, ps in zip(rest, labels, probs, strict=True):
-            for label, p in zip(ls, ps, strict=True):
-                if label == self.positive_label:
-                    out[i] = float(p)  # as fastText gives it (its smoothing can exceed 1 by ~1e-5)
-                    break
+        self._fasttext_scores(texts, rest, out)
         return out
 
     def scores_by_fasttext(self, texts: list[str]) -> np.ndarray:
         """:meth:`scores` through fastText's own ``predict`` for every text (what the compiled path must equal)."""
-        fast, self._fast = self._fast, None
-        try:
-            return self.scores(texts)
-        finally:
-            self._fast = fast
+        out = np.zeros(len(texts))
+        self._fasttext_scores(texts, list(range(len(texts))), out)
+        return out
+
+    def _fasttext_scores(self, texts: list[str], which: list[int], out: np.ndarray) -> None:
+        """``out[i]`` for each ``i`` of ``which``: the positive label's probability from one batched ``predict``."""
+        if not which:
+            return
+        labels, probs = self._load().predict([preprocess(texts[i], self.lowercase) for i in which], k=self.k)
+        for i, ls, ps in zip(which, labels, probs, strict=True):
+            for label, p in zip(ls, ps, strict=True):
+                if label == self.positive_label:
+                    out[i] = float(p)  # as fastText gives it (its smoothing can exceed 1 by ~1e-5)
+                    break
 
 
 def model_size(url: str) -> int:

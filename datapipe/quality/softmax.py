@@ -37,10 +37,12 @@ from datapipe.langid.predict import (
     EOS,
     LOSS_SOFTMAX,
     Supervised,
+    add_row,
     bucket_rows,
     dictionary_entry,
     eos_rows,
     expf,
+    fasttext_hash,
     read_supervised,
     std_log,
     subword_rows,
@@ -50,14 +52,6 @@ from datapipe.languages.chunk_ids import white_space
 
 MAX_CHARS = 1 << 24  # a longer text goes to fastText (the pass's per-text arrays are sized by the text)
 NGRAM_MULTIPLIER = np.uint64(116049371)
-
-
-def _fasttext_hash(word: bytes) -> int:
-    """``Dictionary::hash``: FNV-1a over the bytes as signed chars, 32 bits."""
-    h = 2166136261
-    for b in word:
-        h = ((h ^ (b | 0xFFFFFF00 if b >= 128 else b)) * 16777619) & 0xFFFFFFFF
-    return h
 
 
 class SoftmaxModel:
@@ -75,7 +69,8 @@ class SoftmaxModel:
         self.kinds = sup.kinds
         # the end-of-line token: its rows (none when the dictionary lacks it) and its hash (a word either way)
         self.eos_rows = eos_rows(sup.entries, nwords)
-        self.eos_hash = np.int64(np.int32(np.uint32(_fasttext_hash(EOS))))
+        eos = np.frombuffer(EOS, dtype=np.uint8)
+        self.eos_hash = np.int64(fasttext_hash(eos, 0, len(eos)))
         self.inp, self.out = sup.inp, sup.out
         self.space = white_space()
         self.memo_size = memo_size
@@ -148,7 +143,6 @@ def _scan(
     into the memo with its rows and hash. Returns where it stopped: the end of the text, a literal ``</s>`` (which
     ends fastText's line: the caller adds the end-of-line token), or a new token the memo has no room for, with the
     ids it needs in ``state[2]``."""
-    dim = inp.shape[1]
     end = len(data)
     grams = max(1, maxn - minn + 1)
     while True:
@@ -198,19 +192,11 @@ def _scan(
                 token_hash[u] = NOT_A_WORD
             else:
                 q = subword_rows(data, s, e, entry, minn, maxn, rows_of_bucket, ids, q)
-                f = np.uint64(2166136261)
-                for k in range(s, e):
-                    c = np.uint64(data[k])
-                    if c >= 128:
-                        c |= np.uint64(0xFFFFFF00)  # uint32(int8(c))
-                    f = ((f ^ c) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
-                token_hash[u] = np.int64(np.int32(np.uint32(f)))
+                token_hash[u] = fasttext_hash(data, s, e)
             offsets[u + 1] = q
             counts[2] = q
         for q in range(offsets[u], offsets[u + 1]):
-            row = ids[q]
-            for d in range(dim):
-                hidden[d] += inp[row, d]
+            add_row(hidden, inp, ids[q])
             state[0] += 1
         if token_hash[u] != NOT_A_WORD:
             sequence[state[1]] = token_hash[u]
@@ -226,8 +212,7 @@ def _finish(
     dim = inp.shape[1]
     n = state[0]
     for row in eos_rows:
-        for d in range(dim):
-            hidden[d] += inp[row, d]
+        add_row(hidden, inp, row)
         n += 1
     m = state[1]
     sequence[m] = eos_hash
@@ -240,8 +225,7 @@ def _finish(
             h = h * NGRAM_MULTIPLIER + np.uint64(sequence[j])
             row = rows_of_bucket[np.int64(h % buckets)]
             if row >= 0:
-                for d in range(dim):
-                    hidden[d] += inp[row, d]
+                add_row(hidden, inp, row)
                 n += 1
             j += 1
     if n == 0:

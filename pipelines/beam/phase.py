@@ -18,13 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from datapipe.dedup.spill import Spill
+from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.stage import TwoPhaseStage
 from pipelines.beam.quiet import beam
-
-SPILL_DIR = "_spill"  # a phase's scratch folder, inside the stage's folder until it commits
 
 
 class RunTask(beam.DoFn):
@@ -82,15 +80,11 @@ class TaskTable(beam.PTransform):
     def __init__(self, stage: TwoPhaseStage, shards: tuple[Shard, ...], tasks: tuple) -> None:
         super().__init__()
         self.stage, self.tasks = stage, tasks
-        self.spill = Spill.of(fs.join(stage.out_dir, SPILL_DIR), shards, stage)
+        self.spill = Spill.of(fs.join(stage.out_dir, SCRATCH), shards, stage)
 
     def expand(self, shards):
         spill = self.spill
-        items: dict[str, list[Any]] = {
-            "partitions": list(range(spill.parts)),
-            "earlier": list(range(len(spill.earlier))),
-            "once": [None],
-        }
+        items = spill.items(())  # the shards' row runs over the PCollection
         done = None
         assert self.tasks[0][2] == "shards", "a phase starts from the stage's shards"
         for group in task_groups(self.tasks, items):

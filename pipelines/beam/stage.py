@@ -22,12 +22,13 @@ from typing import Any
 
 from datapipe.build.plan import StagePlan
 from datapipe.build.registry import DEDUP, PARAGRAPHS, phase_tasks
+from datapipe.dedup.spill import SCRATCH
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.stage import Stage, TwoPhaseStage, finish_stage, run_shard
 from datapipe.runtime.stats import StageStats
 from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
-from pipelines.beam.phase import SPILL_DIR, TaskTable
+from pipelines.beam.phase import TaskTable
 from pipelines.beam.quiet import PipelineOptions, beam
 from pipelines.beam.runner import pipeline
 from pipelines.beam.zygote import WarmWorkers
@@ -133,7 +134,7 @@ class RunStage(beam.PTransform):
             committed = shards | "Global" >> transform
             shards = _after(committed, plan.shards, "Phase2/Shards")
         elif self.phase is not None:
-            fs.remove(fs.join(stage.out_dir, SPILL_DIR))  # left by a run killed after its commit
+            fs.remove(fs.join(stage.out_dir, SCRATCH))  # left by a run killed after its commit
         return (
             shards
             | "Spread" >> beam.Reshuffle()

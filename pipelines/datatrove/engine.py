@@ -121,7 +121,7 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
         scratch = fs.join(base, "scratch")
         plan = Spill.of(scratch, shards, stage)
-        items = {"shards": len(shards), "partitions": plan.parts, "earlier": len(plan.earlier), "once": 1}
+        items = {over: len(them) for over, them in plan.items(shards).items()}
         width = {"shards": per_shard, "partitions": opts.buckets, "earlier": opts.buckets, "once": 1}
         for folder, step, over in phase_steps(phase):
             if items[over]:

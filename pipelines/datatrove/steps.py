@@ -126,13 +126,7 @@ class PhaseTask(_Step):
             yield from data
         _, fn, over = self.task
         plan = spill.Spill.of(self.scratch, self.shards, self.stage)
-        items: Any = {
-            "shards": mine(self.shards, rank, world_size),
-            "partitions": range(plan.parts)[rank::world_size],
-            "earlier": range(len(plan.earlier))[rank::world_size],
-            "once": (None,) if rank == 0 else (),
-        }[over]
-        for item in items:
+        for item in plan.items(self.shards)[over][rank::world_size]:
             with self.track_time():
                 fn(self.stage, plan, item)
         self.count_peak()

@@ -38,15 +38,13 @@ from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
 from datapipe.build.progress import WaveProgress
 from datapipe.build.registry import phase_tasks
 from datapipe.config.mixture import MixtureConfig
-from datapipe.dedup.spill import Spill
+from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
-from pipelines.local.server import start_fork_server
+from pipelines.local.server import check_processes, start_fork_server
 
 LOG = logging.getLogger(__name__)
-# a phase's scratch folder inside its stage's (the Beam engine's file shuffle uses the same)
-SPILL_DIR = "_spill"
 
 # a task: (kind, arguments, what it is, for a failure's line); a chain yields a row of tasks and is sent their
 # results, in the row's order, when every one has finished
@@ -63,8 +61,7 @@ class LocalEngine:
     def __init__(self, processes: int | None = None, ctx: Any = None) -> None:
         """``ctx``: the fork server's context, if the caller started it (the launcher does, before it plans and
         before this module's imports); else it starts when the build runs."""
-        if processes is not None and processes < 1:
-            raise DatapipeError(f"--processes must be >= 1 (got {processes})")
+        check_processes(processes)
         self.workers = processes or os.cpu_count() or 1
         self.ctx = ctx
 
@@ -101,16 +98,11 @@ def source_chain(mixture: MixtureConfig, sp: SourcePlan) -> Chain:
         stage = make_stage(mixture, sp, st)
         name = f"{sp.source.name}/{st.stage}"
         phase = global_phase(sp, st)
-        scratch = fs.join(stage.out_dir, SPILL_DIR)
+        scratch = fs.join(stage.out_dir, SCRATCH)
         if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
             stage.reset_global()
             spill = Spill.of(scratch, tuple(st.shards), stage)
-            items: dict[str, list[Any]] = {
-                "shards": list(st.shards),
-                "partitions": list(range(spill.parts)),
-                "earlier": list(range(len(spill.earlier))),
-                "once": [None],
-            }
+            items = spill.items(st.shards)
             for row, fn, over in phase_tasks(phase):
                 yield [
                     ("phase", (stage, spill, fn, item), f"{name} {row} {_what(item)}".rstrip())

@@ -24,9 +24,9 @@ class LocalEntry:
     def make(self, args: argparse.Namespace, extra: list[str], known: list[str]) -> Engine:
         if extra:
             raise DatapipeError(f"unknown argument(s) with --engine local: {' '.join(extra)}")
-        if args.processes is not None and args.processes < 1:
-            raise DatapipeError(f"--processes must be >= 1 (got {args.processes})")
-        from pipelines.local.server import start_fork_server
+        from pipelines.local.server import check_processes, start_fork_server
+
+        check_processes(args.processes)  # before any process starts
 
         # first, so that the server imports the workers' stack while this process imports the build's modules
         # and plans (a dry run starts no process)

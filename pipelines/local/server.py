@@ -9,7 +9,15 @@ from __future__ import annotations
 import multiprocessing
 from multiprocessing.context import BaseContext
 
+from datapipe.errors import DatapipeError
+
 PRELOAD = "pipelines.local.preload"
+
+
+def check_processes(processes: int | None) -> None:
+    """``--processes``: at least one (None: the CPU count)."""
+    if processes is not None and processes < 1:
+        raise DatapipeError(f"--processes must be >= 1 (got {processes})")
 
 
 def start_fork_server() -> BaseContext:
