@@ -1,19 +1,22 @@
-"""``build_mixture --engine local``: the Beam engine's bytes and lines without Beam, resumable after Ctrl-C, and a
-failed task or a dead process as one line."""
+"""``build_mixture --engine local``: the Beam engine's bytes and lines without Beam, resumable after Ctrl-C, a
+failed task or a dead process as one line, and a page that hangs or kills its process removed as the extraction
+sandbox removes it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from datapipe import DatapipeError
-from tests.conftest import REPO, build_cmd, run_build, tree_digest
+from tests.conftest import CORPORA, REPO, build_cmd, run_build, tree_digest, write_mixture
 from tests.test_datatrove_engine import comparable
 from tests.test_reliability import _committed, interrupt_at, kill_mix  # noqa: F401 - a fixture, used by name
 
@@ -172,6 +175,147 @@ def test_a_failed_task_or_a_dead_process_is_one_line(ctx, fn, line, caplog):
     assert all(not p.is_alive() for p in pool.procs)  # the others were ended
     if fn is _raises_value_error:
         assert "Traceback" in caplog.text and "ValueError" in caplog.text
+
+
+# --- items the engine guards: a page that hangs or kills its process -------------------------------------------
+
+
+class _Pages:
+    """A stand-in supervised stage (as extraction is): its shard's items are "ok", "hang" (a minute) or "crash"
+    (SIGSEGV, as a parser's bug would); it writes the places of those it ran."""
+
+    name, source = "pages", "src"
+
+    def __init__(self, out_dir: str, items: tuple[str, ...], limit: float = 0.3) -> None:
+        self.out_dir, self.items, self.limit = out_dir, items, limit
+        self._watch, self._failed = None, {}
+
+    def __getstate__(self):
+        return {**self.__dict__, "_watch": None, "_failed": {}}
+
+    @property
+    def item_limit_s(self):
+        return self.limit
+
+    def supervise(self, watch, failed):
+        self._watch, self._failed = watch, failed
+
+    def setup(self):
+        pass
+
+    def has_output(self, shard):
+        return os.path.exists(os.path.join(self.out_dir, "ran.json"))
+
+    def process_shard(self, shard, beat=None):
+        from datapipe.runtime.stats import StageStats
+
+        stats, ran = StageStats(), []
+        for place, item in enumerate(self.items):
+            stats.docs_in += 1
+            if place in self._failed:
+                stats.remove(f"pages/{self._failed[place]}")
+                continue
+            self._watch.enter(place, self.limit)
+            if item == "hang":
+                time.sleep(60)
+            elif item == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            self._watch.leave()
+            ran.append(place)
+            stats.docs_kept += 1
+        with open(os.path.join(self.out_dir, "ran.json"), "w") as f:
+            json.dump(ran, f)
+        return stats
+
+
+def _one_shard(stage, got):
+    from datapipe.io.shards import Shard
+
+    got.append((yield [("shard", (stage, Shard(0, "pages-0", "pages-0")), "src/pages part-00000")]))
+
+
+def test_an_item_that_hangs_or_kills_its_process_fails_alone_and_the_shard_runs_again(ctx, tmp_path, caplog):
+    from pipelines.local.engine import Pool
+
+    caplog.set_level(logging.INFO)
+    stage, got = _Pages(str(tmp_path), ("ok", "hang", "ok", "crash", "ok")), []
+    t0 = time.monotonic()
+    with Pool(ctx, 2) as pool:
+        first = list(pool.procs)
+        pool.run([_one_shard(stage, got)], on_finish=lambda: None)
+    assert time.monotonic() - t0 < 30  # the minute's hang was stopped near its 0.3 s
+    [[stats]] = got
+    assert stats.docs_in == 5 and stats.docs_kept == 3
+    assert dict(stats.removed) == {"pages/timeout": 1, "pages/crash": 1}
+    assert json.loads((tmp_path / "ran.json").read_text()) == [0, 2, 4]
+    assert "src/pages part-00000: item 1 ran past its 0.3 s; the process was replaced" in caplog.text
+    assert (
+        "src/pages part-00000: item 3 ended it (killed by SIGSEGV); the process was replaced" in caplog.text
+    )
+    assert pool.procs != first and all(not p.is_alive() for p in pool.procs)
+
+
+def test_the_watch_marks_one_item_at_a_time():
+    from datapipe.runtime.watch import FIELDS, Watch
+
+    cells = [0.0] * (2 * FIELDS)
+    watch, other = Watch(cells, 1), Watch(cells, 0)
+    assert watch.read() is None
+    watch.enter(17, 5.0)
+    mark = watch.read()
+    assert mark is not None and (mark.item, mark.limit) == (17, 5.0)
+    assert mark.deadline == mark.started + 5.0 and other.read() is None
+    watch.leave()
+    assert watch.read() is None
+    watch.enter(18, 5.0)
+    assert watch.read() != mark
+    watch.clear()  # a new process in the slot of one that died on item 18
+    assert watch.read() is None
+
+
+PAGES_MIXTURE = """\
+name: pages
+data_root: {root}
+tokenizer: {{path: "builtin:gpt2", add_eos: true}}
+sources:
+  web:
+    weight: 1
+    format: warc
+    paths: [crawl/iana.warc.gz]
+    extract: {{timeout_s: {limit}}}
+"""
+
+
+def _extracted(out: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """The extract stage's kept texts and removals (reason, note), by document id."""
+    from datapipe.io.jsonl import read_records
+    from datapipe.runtime.decisions import read_removed
+
+    [stage] = (out / "web").glob("extract-*")
+    kept = {r["id"]: r["text"] for p in sorted(stage.glob("part-*.jsonl.zst")) for r in read_records(str(p))}
+    removed = read_removed(str(stage)).to_pylist()
+    return kept, {r["id"]: (r["reason"], r["evidence"]) for r in removed}
+
+
+def test_pages_past_their_limit_are_removed_and_the_rest_is_as_without_a_limit(tmp_path):
+    """Real pages (the IANA crawl's 16: one takes 10 ms to extract here, two 2-3 ms, the rest under 0.5 ms) under a
+    1 ms limit: those stopped are removed as ``extract/timeout`` with the sandbox's note, one build log line each,
+    and every other page is extracted as it is with no limit; nothing is lost. One process: the launcher has a core
+    to watch it with."""
+    outs = {}
+    for limit in (60, 0.001):
+        mixture = write_mixture(tmp_path, PAGES_MIXTURE.format(root=CORPORA, limit=limit), f"m{limit}.yaml")
+        outs[limit] = tmp_path / f"out-{limit}"
+        proc = run_build(*local(mixture, outs[limit], "--processes", "1")[3:])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    (free, free_removed), (limited, removed) = _extracted(outs[60]), _extracted(outs[0.001])
+    timeouts = {i for i, (reason, _) in removed.items() if reason == "extract/timeout"}
+    assert timeouts and all(removed[i] == ("extract/timeout", "> 0.001 s") for i in timeouts)
+    assert len(free) + len(free_removed) == 16 and len(timeouts) < 16
+    assert {i: t for i, t in free.items() if i not in timeouts} == limited
+    assert {i: r for i, r in removed.items() if i not in timeouts} == free_removed
+    [log] = (outs[0.001] / "_logs").glob("*.log")
+    assert len(re.findall(r"item \d+ ran past its 0.001 s", log.read_text())) == len(timeouts)
 
 
 def test_bad_flags_are_one_line_errors(small_mixture, tmp_path):

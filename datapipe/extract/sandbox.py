@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from datapipe.runtime.child import Child
+from datapipe.runtime.watch import CRASH, TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,18 @@ class Failed:
 
     reason: str
     detail: str = ""
+
+    @classmethod
+    def watched(cls, reason: str, timeout_s: float) -> Failed:
+        """A document that ran past ``timeout_s`` (:data:`~datapipe.runtime.watch.TIMEOUT`) or died with its process
+        (:data:`~datapipe.runtime.watch.CRASH`), as recorded whoever watched it: this sandbox or an engine."""
+        if reason == TIMEOUT:
+            return cls(TIMEOUT, f"> {timeout_s} s")
+        return cls(CRASH, "the extraction process died")
+
+    @classmethod
+    def raised(cls, e: Exception) -> Failed:
+        return cls("error", f"{type(e).__name__}: {e}"[:500])
 
 
 READY = "ready"
@@ -90,7 +103,7 @@ def _child(conn, fn: Callable[[Any], Any], warmup: Any, progress_fd: int) -> Non
             try:
                 out: Any = fn(item)
             except Exception as e:  # the document fails, the worker goes on
-                out = Failed("error", f"{type(e).__name__}: {e}"[:500])
+                out = Failed.raised(e)
             outs.append(out)
         try:
             conn.send(outs)
@@ -213,10 +226,10 @@ class Sandbox:
                     return outs, 0, None
             except (EOFError, OSError):
                 current = max(self._progress.read()[0] - before - 1, 0)
-                return None, min(current, n - 1), Failed("crash", "the extraction process died")
+                return None, min(current, n - 1), Failed.watched(CRASH, self.timeout_s)
             unchanged = self._progress.read() == (count, started)
             if unchanged:  # no new item began while we waited: this one is over time
-                return None, current, Failed("timeout", f"> {self.timeout_s} s")
+                return None, current, Failed.watched(TIMEOUT, self.timeout_s)
 
     def close(self) -> None:
         if self._conn is not None:

@@ -3,12 +3,17 @@
 For JSONL and Parquet sources the text is already there; the stage still reads, normalizes the record shape and
 counts, so every later stage sees one format: ``part-NNNNN.jsonl.zst`` per input shard, in input order.
 
-HTML extraction runs in a sandboxed child process with a per-document time limit (``extract.timeout_s``); language
-ID (``langid``) runs in the worker on the extracted text, as DCLM does, and removes what the keep-rules reject.
+HTML extraction runs with a per-document time limit (``extract.timeout_s``): in a sandboxed child process
+(:mod:`datapipe.extract.sandbox`), or in the worker itself where the engine watches its pages and stops a worker
+that hangs or dies on one (:meth:`ExtractStage.supervise`; the local engine). Either way such a page is removed as
+``extract/timeout`` or ``extract/crash`` with the same note. Language ID (``langid``) runs in the worker on the
+extracted text, as DCLM does, and removes what the keep-rules reject.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +31,7 @@ from datapipe.runtime.decisions import RemovedLog, removed_url
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
 from datapipe.runtime.stats import StageStats
+from datapipe.runtime.watch import Watch
 
 BATCH = 64  # pages sent to the extraction process at once
 
@@ -60,9 +66,22 @@ class ExtractStage:
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _lid: LanguageIdentifier | None = field(default=None, repr=False)
     _select: LanguageSelection | None = field(default=None, repr=False)
+    _watch: Watch | None = field(default=None, repr=False)  # the engine's, when it guards the pages
+    _failed: Mapping[int, str] = field(
+        default_factory=dict, repr=False
+    )  # the shard's pages that failed before
+    _warm: bool = field(default=False, repr=False)  # the extractor has run once in this process (see setup)
 
     def __getstate__(self) -> dict[str, Any]:  # worker resources are rebuilt in setup(), never pickled
-        return {**self.__dict__, "_sandbox": None, "_lid": None, "_select": None}
+        return {
+            **self.__dict__,
+            "_sandbox": None,
+            "_lid": None,
+            "_select": None,
+            "_watch": None,
+            "_failed": {},
+            "_warm": False,
+        }
 
     @property
     def source(self) -> str:
@@ -72,11 +91,31 @@ class ExtractStage:
     def extractor(self) -> HtmlExtractor:
         return HtmlExtractor.from_config(self.source_config.extract)
 
+    @property
+    def item_limit_s(self) -> float:
+        """A page's time limit: ``timeout_s`` where HTML is extracted, else 0 (no limit)."""
+        cfg = self.source_config
+        return cfg.extract.timeout_s if input_format(cfg.format).pages else 0.0
+
+    def supervise(self, watch: Watch, failed: Mapping[int, str]) -> None:
+        """Extract in this process, each page marked on ``watch`` for the engine, which stops a process that runs
+        past ``timeout_s`` on a page or dies on one and runs the shard again with ``failed`` (a page's place in
+        the shard -> :data:`~datapipe.runtime.watch.TIMEOUT` or ``CRASH``): those pages are recorded as failed,
+        not extracted. Called before each shard; no sandbox is started."""
+        if self.item_limit_s > 0:
+            self._watch, self._failed = watch, failed
+
     def setup(self) -> None:
         cfg = self.source_config
-        if input_format(cfg.format).pages and cfg.extract.timeout_s > 0 and self._sandbox is None:
+        if self.item_limit_s > 0 and self._watch is None and self._sandbox is None:
             self._sandbox = Sandbox(self.extractor.extract, cfg.extract.timeout_s, warmup=WARMUP_PAGE)
             self._sandbox.start()  # the child imports while the model below loads and the first batch is read
+        if self._watch is not None and not self._warm:
+            # what the extractor loads on its first call is loaded before any page's time counts, as in a new
+            # sandbox child: a process that replaced one stopped on a page once lost its first page so
+            with contextlib.suppress(Exception):
+                self.extractor.extract(WARMUP_PAGE)
+            self._warm = True
         if cfg.langid is not None and self._lid is None:
             self._lid = LanguageIdentifier(cfg.langid.model)
 
@@ -86,17 +125,25 @@ class ExtractStage:
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(self.part_url(shard))
 
-    def _extract_batch(self, batch: list[dict]) -> list[Extracted | Failed]:
+    def _extract_batch(self, batch: list[dict], places: list[int]) -> list[Extracted | Failed]:
         items = [(rec.pop("html"), rec.pop("charset")) for rec in batch]
         if self._sandbox is not None:
             return self._sandbox.run(items)
-        extract = self.extractor.extract
+        extract, watch, limit = self.extractor.extract, self._watch, self.item_limit_s
         out: list[Extracted | Failed] = []
-        for item in items:
+        for place, item in zip(places, items, strict=True):
+            if place in self._failed:
+                out.append(Failed.watched(self._failed[place], limit))
+                continue
+            if watch is not None:
+                watch.enter(place, limit)
             try:
                 out.append(extract(item))
             except Exception as e:  # a parser error on one page removes that page only
-                out.append(Failed("error", str(e)[:200]))
+                out.append(Failed.raised(e))
+            finally:
+                if watch is not None:
+                    watch.leave()
         return out
 
     def _keep(self, rec: dict, text: str, stats: StageStats, extracted: bool) -> bool:
@@ -133,7 +180,7 @@ class ExtractStage:
         places: list[int] = []  # of the pending pages among the shard's documents
 
         def flush_html() -> None:
-            for place, rec, got in zip(places, pending, self._extract_batch(pending), strict=True):
+            for place, rec, got in zip(places, pending, self._extract_batch(pending, places), strict=True):
                 if isinstance(got, Failed):
                     why = Removal(f"extract/{got.reason}", note=got.detail or None)
                     stats.remove(why)

@@ -15,8 +15,8 @@ import functools
 import json
 import os
 import time
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from datapipe import __version__
 from datapipe.io import fs
@@ -26,6 +26,7 @@ from datapipe.runtime.heartbeat import SUFFIX as PROGRESS_SUFFIX
 from datapipe.runtime.heartbeat import Heartbeat, began
 from datapipe.runtime.record import PLAN_FIELDS, StageRecord
 from datapipe.runtime.stats import StageStats, merge_all
+from datapipe.runtime.watch import Watch
 
 SUCCESS = "_SUCCESS"
 STAGE_JSON = "stage.json"
@@ -57,6 +58,22 @@ class Stage(Protocol):
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         """Called once after every shard is done; returns extra fields for ``stage.json``."""
+        ...
+
+
+@runtime_checkable
+class Supervised(Protocol):
+    """A stage whose items may hang or kill their process, able to leave their guarding to an engine that watches
+    its processes (:mod:`datapipe.runtime.watch`) instead of guarding them itself."""
+
+    @property
+    def item_limit_s(self) -> float:
+        """The most seconds one item may take (0: its items have no limit and need no watching)."""
+        ...
+
+    def supervise(self, watch: Watch, failed: Mapping[int, str]) -> None:
+        """Mark each item of the next shard on ``watch``; record the items in ``failed`` (an item's number -> why)
+        as failed without running them."""
         ...
 
 

@@ -41,7 +41,8 @@ from datapipe.config.mixture import MixtureConfig
 from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
+from datapipe.runtime.stage import Supervised, TwoPhaseStage, is_done, remove_temporaries
+from datapipe.runtime.watch import CRASH, FIELDS, TIMEOUT, Mark, Watch
 from pipelines.local.server import check_processes, start_fork_server
 
 LOG = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ LOG = logging.getLogger(__name__)
 # results, in the row's order, when every one has finished
 Task = tuple[str, tuple[Any, ...], str]
 Chain = Generator[list[Task], list[Any], None]
+POLL_S = 0.25  # the longest the launcher waits before it looks at the watch again (see Pool._wait_s)
 
 
 class LocalEngine:
@@ -132,18 +134,27 @@ class Pool:
 
     def __init__(self, ctx: Any, processes: int, logs: str = "<output>/_logs") -> None:
         """``logs``: the build log's folder, named in a failed task's line."""
+        self.ctx = ctx
+        self.logs = logs
+        self.cells = ctx.RawArray("d", FIELDS * processes)  # the watch: a slot per process (zeroed)
+        self.watches = [Watch(self.cells, p) for p in range(processes)]
+        self.procs: list[Any] = [None] * processes
+        self.conns: list[Connection] = []
+        for p in range(processes):
+            self.conns.append(self._start(p))
+
+    def _start(self, p: int) -> Connection:
+        """Process ``p`` started (again), with slot ``p`` of the watch; returns the launcher's end of its pipe."""
         from pipelines.local.worker import serve
 
-        self.logs = logs
-        self.procs: list[Any] = []
-        self.conns: list[Connection] = []
-        for _ in range(processes):
-            ours, theirs = ctx.Pipe()
-            proc = ctx.Process(target=serve, args=(theirs,), daemon=True, name="datapipe-local-worker")
-            proc.start()
-            theirs.close()
-            self.procs.append(proc)
-            self.conns.append(ours)
+        ours, theirs = self.ctx.Pipe()
+        proc = self.ctx.Process(
+            target=serve, args=(theirs, self.cells, p), daemon=True, name="datapipe-local-worker"
+        )
+        proc.start()
+        theirs.close()
+        self.procs[p] = proc
+        return ours
 
     def __enter__(self) -> Pool:
         return self
@@ -169,6 +180,7 @@ class Pool:
         busy: dict[int, tuple[_Row, int, Task]] = {}  # process -> its task
         # process -> when its task was sent (each task's time goes to the build log)
         sent: dict[int, float] = {}
+        limits = [0.0] * len(self.procs)  # process -> the time limit of its task's items (0: none)
 
         def advance(chain: Chain, results: list[Any] | None) -> None:
             """Queue the chain's next row (its first when ``results`` is None; else the row before's results)."""
@@ -190,20 +202,33 @@ class Pool:
                     busy[p] = queue.popleft()
                     kind, args, _ = busy[p][2]
                     number += 1
+                    limits[p] = (
+                        args[0].item_limit_s if kind == "shard" and isinstance(args[0], Supervised) else 0.0
+                    )
                     sent[p] = time.perf_counter()
                     # one that died after its last answer fails to take it; its sentinel says so below
                     with contextlib.suppress(OSError):
                         self.conns[p].send((number, kind, args, frozenset(retired)))
-            ready = wait([*(self.conns[p] for p in busy), *(self.procs[p].sentinel for p in busy)])
-            for p in [p for p in busy if self.conns[p] in ready or self.procs[p].sentinel in ready]:
-                row, i, (kind, args, what) = busy.pop(p)
+            marks = {p: self.watches[p].read() for p in busy}
+            ready = wait(
+                [*(self.conns[p] for p in busy), *(self.procs[p].sentinel for p in busy)],
+                timeout=self._wait_s(marks, limits),
+            )
+            overdue = self._stop_overdue(marks)
+            for p in [
+                p for p in busy if self.conns[p] in ready or self.procs[p].sentinel in ready or p in overdue
+            ]:
+                row, i, task = busy.pop(p)
+                kind, args, what = task
                 try:
+                    if p in overdue:
+                        self.procs[p].join()  # its end closes its pipe: an answer it sent first is still read
                     _, ok, result, peak = self.conns[p].recv()
                 except (EOFError, OSError):
-                    raise DatapipeError(
-                        f"{what}: its worker process died ({_how(self.procs[p])}; out of memory?); "
-                        "rerun to resume from what was committed"
-                    ) from None
+                    queue.appendleft((row, i, self._after_death(p, task, overdue.get(p))))
+                    continue
+                if p in overdue:  # it answered as it was stopped: the answer stands, the process is replaced
+                    self._replace(p)
                 if not ok:
                     raise _failure(what, result, self.logs)
                 LOG.info(
@@ -220,6 +245,64 @@ class Pool:
                         retired.add(args[0].out_dir)
                         on_finish()
                     advance(row.chain, row.results)
+
+    @staticmethod
+    def _wait_s(marks: dict[int, Mark | None], limits: list[float]) -> float | None:
+        """How long to wait for an answer before looking at the watch again: until the first deadline of an item a
+        process is on, and since a process may start an item meanwhile, at most a tenth of the limit of a busy
+        process's items (an item is stopped within 10% of its limit after it) and :data:`POLL_S`; None (until an
+        answer) when no busy process has items under a limit."""
+        now, wait_s = time.monotonic(), None
+        for p, mark in marks.items():
+            if limits[p] > 0:
+                due = mark.deadline - now if mark is not None else min(limits[p] / 10, POLL_S)
+                wait_s = due if wait_s is None else min(wait_s, due)
+        return None if wait_s is None else max(wait_s, 0.0)
+
+    def _stop_overdue(self, marks: dict[int, Mark | None]) -> dict[int, Mark]:
+        """Kill each process still on the item it was on before the wait, past that item's limit."""
+        now, overdue = time.monotonic(), {}
+        for p, mark in marks.items():
+            if mark is not None and now >= mark.deadline and self.watches[p].read() == mark:
+                self.procs[p].kill()
+                overdue[p] = mark
+        return overdue
+
+    def _after_death(self, p: int, task: Task, stopped: Mark | None) -> Task:
+        """The task again, for a process that ended without answering while on an item of a supervised shard,
+        that item recorded as failed (``TIMEOUT`` if the launcher stopped it there, else ``CRASH``); a process that
+        died elsewhere stops the build with one line."""
+        kind, args, what = task
+        mark = self.watches[p].read()
+        if (
+            stopped is not None and mark != stopped
+        ):  # it left the item as it was stopped: it did not fail there
+            why, mark = None, stopped
+        else:
+            why = TIMEOUT if stopped is not None else CRASH
+        if mark is None or kind != "shard":
+            raise DatapipeError(
+                f"{what}: its worker process died ({_how(self.procs[p])}; out of memory?); "
+                "rerun to resume from what was committed"
+            ) from None
+        stage, shard, *before = args
+        failed = dict(before[0]) if before else {}
+        if why is not None:
+            failed[mark.item] = why
+            LOG.info(
+                "  %s: item %d %s; the process was replaced and the shard runs again without it",
+                what,
+                mark.item,
+                f"ran past its {mark.limit:g} s" if why == TIMEOUT else f"ended it ({_how(self.procs[p])})",
+            )
+        self._replace(p)
+        return kind, (stage, shard, failed), what
+
+    def _replace(self, p: int) -> None:
+        self.procs[p].join()
+        self.conns[p].close()
+        self.watches[p].clear()
+        self.conns[p] = self._start(p)
 
 
 def _how(proc: Any) -> str:

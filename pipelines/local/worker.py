@@ -9,6 +9,10 @@ stage object of its first task for the stage and runs later tasks of that kind o
 set so far, MiB, for the build log), where ``error`` is a :class:`DatapipeError` as it was
 raised (re-made from its message: its class may not pickle) or the failed task's traceback as text.
 
+A shard of a stage that lets the engine guard its items (:class:`~datapipe.runtime.stage.Supervised`: extraction's
+pages) marks each item on this process's slot of the launcher's watch (:mod:`datapipe.runtime.watch`); a shard
+task run again after its process hung or died on an item carries those items as a third argument.
+
 Ctrl-C is the launcher's: this process ignores SIGINT, and the launcher ends it (SIGTERM) when the build stops.
 """
 
@@ -16,15 +20,25 @@ from __future__ import annotations
 
 import signal
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableSequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from datapipe.errors import DatapipeError
 from datapipe.runtime.memory import peak_rss_mb
-from datapipe.runtime.stage import Stage, finish_stage, run_shard
+from datapipe.runtime.stage import Stage, Supervised, finish_stage, run_shard
+from datapipe.runtime.watch import Watch
 
 Held = dict[tuple[str, str], Stage]
+
+
+@dataclass
+class _Here:
+    """This process's state between tasks: its stages and its slot of the watch."""
+
+    watch: Watch
+    held: Held = field(default_factory=dict)
 
 
 def _held(held: Held, kind: str, stage: Stage) -> Stage:
@@ -34,18 +48,20 @@ def _held(held: Held, kind: str, stage: Stage) -> Stage:
     return held.setdefault((stage.out_dir, kind), stage)
 
 
-def _shard(held: Held, stage: Stage, shard: Any) -> Any:
-    stage = _held(held, "shard", stage)
+def _shard(here: _Here, stage: Stage, shard: Any, failed: Mapping[int, str] | None = None) -> Any:
+    stage = _held(here.held, "shard", stage)
+    if isinstance(stage, Supervised):
+        stage.supervise(here.watch, failed or {})
     stage.setup()
     return run_shard(stage, shard)
 
 
-def _phase(held: Held, stage: Stage, spill: Any, fn: Callable[..., Any], item: Any) -> None:
+def _phase(here: _Here, stage: Stage, spill: Any, fn: Callable[..., Any], item: Any) -> None:
     # no eager setup: a task that needs the stage's resources (signing, scoring) sets them up itself
-    fn(_held(held, "phase", stage), spill, item)
+    fn(_held(here.held, "phase", stage), spill, item)
 
 
-def _finish(held: Held, stage: Stage, shards: list[Any], stats: list[Any], record: dict[str, Any]) -> Any:
+def _finish(here: _Here, stage: Stage, shards: list[Any], stats: list[Any], record: dict[str, Any]) -> Any:
     return finish_stage(stage, shards, stats, record)
 
 
@@ -59,10 +75,11 @@ def _release(held: Held, retired: frozenset[str]) -> None:
             teardown()
 
 
-def serve(conn: Connection) -> None:
-    """The worker's loop (the target of its process)."""
+def serve(conn: Connection, cells: MutableSequence[float], slot: int) -> None:
+    """The worker's loop (the target of its process); ``cells``: the launcher's watch, of which ``slot`` is its."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    held: Held = {}
+    here = _Here(Watch(cells, slot))
+    held = here.held
     try:
         while True:
             try:
@@ -74,7 +91,7 @@ def serve(conn: Connection) -> None:
             number, kind, args, retired = task
             _release(held, retired)
             try:
-                result: Any = KINDS[kind](held, *args)
+                result: Any = KINDS[kind](here, *args)
                 answer = (number, True, result)
             except DatapipeError as e:
                 answer = (number, False, DatapipeError(str(e)))
