@@ -8,7 +8,7 @@ import re
 import pytest
 
 from datapipe.languages.affixes import InfixScan, SuffixSearch, top_level_pieces
-from datapipe.languages.spacy_words import spacy_without_torch
+from datapipe.languages.spacy_words import import_spacy
 
 # languages whose blank spaCy tokenizer needs no extra package, with different affix tables
 LANGUAGES = ["en", "de", "el", "id", "ru", "hi", "ar", "ca", "fr"]
@@ -26,7 +26,7 @@ def _strings(fixture_texts: list[str], alphabet: str, seed: int) -> list[str]:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_pieces_find_what_the_whole_pattern_finds(fixture_texts, lang):
-    tok = spacy_without_torch().blank(lang).tokenizer
+    tok = import_spacy().blank(lang).tokenizer
     suffix, infix = tok.suffix_search.__self__, tok.infix_finditer.__self__
     fast_suffix, fast_infix = SuffixSearch(suffix), InfixScan(infix)
     assert fast_suffix.dispatches  # else this test would compare the pattern with itself

@@ -465,3 +465,20 @@ def test_spacy_is_loaded_without_torch_which_stays_importable():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_spacy_is_loaded_without_its_command_line_which_stays_usable():
+    """spaCy's ``__init__`` imports its whole command line (0.13 s a worker); the splitters load spaCy without it, and
+    ``spacy.info`` and ``spacy.cli`` work afterwards as they do when spaCy is imported plainly."""
+    code = (
+        "import sys\n"
+        "from datapipe.languages import word_splitter\n"
+        "assert word_splitter('eng_Latn').split(\"It's 3.5km.\") == ['It', \"'s\", '3.5', 'km', '.']\n"
+        "assert not [m for m in sys.modules if m.startswith('spacy.cli')] and 'typer' not in sys.modules\n"
+        "import spacy\n"
+        "assert spacy.info()['spacy_version'] == spacy.__version__\n"
+        "import spacy.cli\n"
+        "assert callable(spacy.cli.download) and spacy.cli.info.__module__ == 'spacy.cli.info'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

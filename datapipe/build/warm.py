@@ -15,14 +15,15 @@ import importlib
 
 def warm_stack(modules: tuple[str, ...] = ()) -> None:
     """Import ``modules`` (a name that does not import is left to the worker: only time is at stake), then load
-    spaCy without torch and fill numba's registries."""
+    spaCy as the word splitters import it (:func:`~datapipe.languages.spacy_words.import_spacy`) and fill numba's
+    registries."""
     for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     with contextlib.suppress(ImportError):
-        from datapipe.languages.spacy_words import spacy_without_torch
+        from datapipe.languages.spacy_words import import_spacy
 
-        spacy_without_torch()
+        import_spacy()
     # numba fills its registries (numba.np's modules, and scipy.linalg to find BLAS) when a process first calls or
     # loads a compiled function: 0.2 s, which each worker spent in its first shard (the language-ID model's load)
     # while the parent, ready early, waited (2026-12-05). A numba without this method only costs the workers that

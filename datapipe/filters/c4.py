@@ -29,9 +29,9 @@ POLICY_SUBSTRINGS = (
 
 @cache
 def _sentencizer():
-    from datapipe.languages.spacy_words import spacy_without_torch
+    from datapipe.languages.spacy_words import import_spacy
 
-    nlp = spacy_without_torch().blank("en")
+    nlp = import_spacy().blank("en")
     nlp.add_pipe("sentencizer")
     return nlp
 

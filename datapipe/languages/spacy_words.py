@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import sys
+import types
 from bisect import bisect_right
 from functools import cache
 from itertools import accumulate, chain
@@ -39,15 +40,21 @@ if TYPE_CHECKING:
     from datapipe.languages.chunk_ids import ChunkIds, WordTable
 
 
-def spacy_without_torch() -> Any:
-    """spaCy, imported so that its machine-learning library does not import torch.
+def import_spacy() -> Any:
+    """spaCy, imported without torch under its machine-learning library and without its command line.
 
     thinc (under spaCy) imports torch whenever torch is installed (``thinc/compat.py``), though splitting words
     needs none of it: with the ``transformers`` extra installed, a worker that loads every benchmarked language held
     1,926 MiB against 1,536 allowed (tests/test_languages.py), torch being the difference. So thinc's compatibility
     module is imported first with ``torch`` hidden (``import torch`` then fails, and thinc records that it has no
-    torch); torch stays importable for everything else (the transformers scorer imports it as usual). Nothing is
-    hidden when torch or thinc is already loaded."""
+    torch); torch stays importable for everything else (the transformers scorer imports it as usual).
+
+    spaCy's ``__init__`` imports ``spacy.cli.info`` for its ``spacy.info`` function, and with it the whole command
+    line (every command, typer, weasel, httpx): 0.13 s of a build worker's 1.0 s of imports, on the local engine's
+    critical path (its fork server imports before any worker starts), for nothing a word splitter calls. So
+    ``spacy.cli`` is absent while spaCy imports, and ``spacy.info`` imports the real one when called;
+    ``import spacy.cli`` later imports it as usual. Nothing is hidden when torch, thinc or spaCy is already
+    loaded."""
     if "torch" not in sys.modules and "thinc.compat" not in sys.modules:
         sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
         try:
@@ -57,16 +64,42 @@ def spacy_without_torch() -> Any:
         finally:
             if sys.modules.get("torch", False) is None:
                 del sys.modules["torch"]
+    if "spacy" not in sys.modules and "spacy.cli" not in sys.modules:
+        stand_ins = _without_cli()
+        try:
+            import spacy
+        finally:
+            for name, module in stand_ins.items():
+                if sys.modules.get(name) is module:
+                    del sys.modules[name]
+        if getattr(spacy, "cli", None) is stand_ins["spacy.cli"]:
+            delattr(spacy, "cli")
     import spacy
 
     return spacy
+
+
+def _without_cli() -> dict[str, types.ModuleType]:
+    """Stand-ins for ``spacy.cli`` and ``spacy.cli.info`` in ``sys.modules``, whose ``info`` imports the real one."""
+    package, module = types.ModuleType("spacy.cli"), types.ModuleType("spacy.cli.info")
+    package.__path__ = []
+
+    def info(*args: Any, **kwargs: Any) -> Any:
+        from spacy.cli.info import info as real
+
+        return real(*args, **kwargs)
+
+    module.info = info  # type: ignore[attr-defined]
+    stand_ins = {"spacy.cli": package, "spacy.cli.info": module}
+    sys.modules.update(stand_ins)
+    return stand_ins
 
 
 class WordSplitter:
     """``split(text)`` == ``[t.text.strip() for t in spacy.blank(lang)(text) if t.text.strip()]``."""
 
     def __init__(self, language: str = "en", memo_size: int = 1_000_000) -> None:
-        spacy = spacy_without_torch()
+        spacy = import_spacy()
 
         self.language = language
         # shortcuts that hold for English's affix patterns (checked against spaCy on every fixture document)

@@ -169,9 +169,9 @@ class _SpacyTokens:
     """A spaCy tokenizer that is not rule-based (pyvi's), without the pipeline around it."""
 
     def __init__(self, code: str) -> None:
-        from datapipe.languages.spacy_words import spacy_without_torch
+        from datapipe.languages.spacy_words import import_spacy
 
-        self._tok: Any = spacy_without_torch().blank(code).tokenizer
+        self._tok: Any = import_spacy().blank(code).tokenizer
 
     def split(self, text: str) -> list[str]:
         return _stripped(t.text for t in self._tok(text))
@@ -202,9 +202,9 @@ def _jieba_words(chunk: str) -> list[str]:
 @cache
 def word_splitter(language: str) -> Splitter:
     """One splitter per process and language-script (or datatrove's short keys: ``deu``, ``de_Latn``)."""
-    from datapipe.languages.spacy_words import spacy_without_torch
+    from datapipe.languages.spacy_words import import_spacy
 
-    spacy_without_torch()  # datatrove's tokenizers import spaCy too: without torch (see there)
+    import_spacy()  # datatrove's tokenizers import spaCy too: without torch (see there)
     a = assignment(language)
     if a.kind in ("SpaCyTokenizer", "WhitespaceTokenizer"):
         code = a.code if a.kind == "SpaCyTokenizer" else "xx"
