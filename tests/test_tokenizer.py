@@ -214,3 +214,15 @@ def test_a_memo_that_starts_over_gives_the_same_ids(fixture_texts):
         assert same_as_tiktoken(enc, small, text)
         assert small.encode(text) is not None
     assert int(small._memo.counts[0]) - small._vocab_size <= 50 + max(len(t) for t in fixture_texts[:40])
+
+
+def test_the_bundled_gpt2_is_read_from_the_tokenizer_as_from_its_serialization():
+    """builtin:gpt2's vocabulary and added tokens are read with the tokenizer's own calls, not by serializing it:
+    the same byte ranks and literals as the path that compares a tokenizer's JSON with GPT-2's."""
+    from datapipe.tokenize.fast import gpt2_tiktoken
+
+    tok = build_gpt2()
+    found, compared = gpt2_tiktoken(tok, is_gpt2=True), gpt2_tiktoken(tok, is_gpt2=False)
+    assert found is not None and compared is not None
+    assert found[1] == compared[1] and len(found[1]) == 50256
+    assert found[2] == compared[2] == ("<|endoftext|>",)

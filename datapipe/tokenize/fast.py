@@ -70,14 +70,21 @@ def gpt2_tiktoken(
     compared with it."""
     if tok.get_vocab_size(with_added_tokens=True) != 50257:
         return None
-    parts = _decisive(tok.to_str())
-    if not is_gpt2 and parts != _gpt2_parts():
-        return None
+    # the bundled GPT-2's vocabulary and added tokens straight from the tokenizer: serializing it and reading the
+    # JSON back took 0.04 s of each worker's first tokenize shard, these calls 0.02 s
+    if is_gpt2:
+        added = tok.get_added_tokens_decoder()
+        literals = tuple(added[i].content for i in sorted(added))
+        vocab: dict[str, int] = tok.get_vocab(with_added_tokens=False)
+    else:
+        parts = _decisive(tok.to_str())
+        if parts != _gpt2_parts():
+            return None
+        literals = tuple(t["content"] for t in parts["added_tokens"])
+        vocab = parts["model"]["vocab"]
     import tiktoken
 
     decode = _byte_decoder()
-    literals = tuple(t["content"] for t in parts["added_tokens"])
-    vocab: dict[str, int] = parts["model"]["vocab"]
     if not set("".join(vocab)) <= decode.keys():
         return None  # a character outside GPT-2's byte alphabet: not its vocabulary
     # each character to the byte it stands for, as one translate and a Latin-1 encode (a character below 256
