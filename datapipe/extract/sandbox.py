@@ -44,7 +44,7 @@ class Failed:
     @classmethod
     def watched(cls, reason: str, timeout_s: float) -> Failed:
         """A document that ran past ``timeout_s`` (:data:`~datapipe.runtime.watch.TIMEOUT`) or died with its process
-        (:data:`~datapipe.runtime.watch.CRASH`), as recorded whoever watched it: this sandbox or an engine."""
+        (:data:`~datapipe.runtime.watch.CRASH`), as whoever watched it records it: this sandbox or an engine."""
         if reason == TIMEOUT:
             return cls(TIMEOUT, f"> {timeout_s} s")
         return cls(CRASH, "the extraction process died")

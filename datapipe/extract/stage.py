@@ -67,9 +67,8 @@ class ExtractStage:
     _lid: LanguageIdentifier | None = field(default=None, repr=False)
     _select: LanguageSelection | None = field(default=None, repr=False)
     _watch: Watch | None = field(default=None, repr=False)  # the engine's, when it guards the pages
-    _failed: Mapping[int, str] = field(
-        default_factory=dict, repr=False
-    )  # the shard's pages that failed before
+    # the shard's pages that hung or crashed a process before (their places -> why), when the engine guards them
+    _failed: Mapping[int, str] = field(default_factory=dict, repr=False)
     _warm: bool = field(default=False, repr=False)  # the extractor has run once in this process (see setup)
 
     def __getstate__(self) -> dict[str, Any]:  # worker resources are rebuilt in setup(), never pickled

@@ -50,7 +50,7 @@ def import_spacy() -> Any:
     torch); torch stays importable for everything else (the transformers scorer imports it as usual).
 
     spaCy's ``__init__`` imports ``spacy.cli.info`` for its ``spacy.info`` function, and with it the whole command
-    line (every command, typer, weasel, httpx): 0.13 s of a build worker's 1.0 s of imports, on the local engine's
+    line (every command, typer, weasel, httpx): 0.1 s of the 0.95 s a build's workers import, on the local engine's
     critical path (its fork server imports before any worker starts), for nothing a word splitter calls. So
     ``spacy.cli`` is absent while spaCy imports, and ``spacy.info`` imports the real one when called;
     ``import spacy.cli`` later imports it as usual. Nothing is hidden when torch, thinc or spaCy is already

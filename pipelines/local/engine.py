@@ -17,7 +17,11 @@ stage's end (:mod:`pipelines.local.worker`).
 
 Failures and stops: a task that raises stops the build with one line (a :class:`DatapipeError` as it is, anything
 else with its stage, shard or phase and the build log holding its traceback); a process that dies (the OOM killer)
-is one line naming its task. Ctrl-C reaches the launcher, which ends the processes; what they committed stays, and
+is one line naming its task, unless it died on an item the launcher watches: extraction's pages run in the worker
+itself, each marked on a watch the launcher reads (:mod:`datapipe.runtime.watch`), and a worker still on a page past
+``extract.timeout_s`` is killed; either way the process is replaced and its shard runs again with that page removed
+as ``extract/timeout`` or ``extract/crash`` (what the extraction sandbox records on the other engines), one line
+in the build log. Ctrl-C reaches the launcher, which ends the processes; what they committed stays, and
 a rerun resumes from it as on the other engines (a half-written file is a ``.tmp-*`` the next run removes).
 """
 
@@ -274,9 +278,8 @@ class Pool:
         died elsewhere stops the build with one line."""
         kind, args, what = task
         mark = self.watches[p].read()
-        if (
-            stopped is not None and mark != stopped
-        ):  # it left the item as it was stopped: it did not fail there
+        # one that left the item as it was stopped did not fail there: its shard runs again as it was
+        if stopped is not None and mark != stopped:
             why, mark = None, stopped
         else:
             why = TIMEOUT if stopped is not None else CRASH
