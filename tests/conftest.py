@@ -58,6 +58,16 @@ def tree_digest(root: Path) -> dict[str, str]:
     }
 
 
+def build_small_on(
+    small_mixture: Path, folder: Path, *engine: str
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """The small mixture built into ``folder/out`` with the engine flags ``engine``; its output and the process."""
+    out = folder / "out"
+    proc = run_build("--mixture", str(small_mixture), "--output", str(out), *engine)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, proc
+
+
 def build_on_both_engines(mixture: Path, folder: Path) -> Path:
     """Build ``mixture`` on Beam into ``folder/beam`` and on datatrove into ``folder/datatrove``; assert that both
     wrote the same bytes (datatrove's own bookkeeping and the code's commit aside); the Beam output."""

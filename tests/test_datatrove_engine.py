@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, build_cmd, run_build, tree_digest
+from tests.conftest import REPO, build_cmd, build_small_on, run_build, tree_digest
 from tests.slurm_cluster import ensure_installed, local_cluster
 
 # What may differ between engines: the global phases' run statistics (Beam's shuffle bytes and metrics, datatrove's
@@ -41,12 +41,9 @@ def dt_build(mixture: Path, out: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def datatrove_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    out = tmp_path_factory.mktemp("dt") / "out"
-    proc = run_build(
-        "--mixture", str(small_mixture), "--output", str(out), "--engine", "datatrove", "--workers", "2"
+    return build_small_on(
+        small_mixture, tmp_path_factory.mktemp("dt"), "--engine", "datatrove", "--workers", "2"
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return out, proc
 
 
 def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):

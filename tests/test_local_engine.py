@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from datapipe import DatapipeError
-from tests.conftest import CORPORA, REPO, build_cmd, run_build, tree_digest, write_mixture
+from tests.conftest import CORPORA, REPO, build_cmd, build_small_on, run_build, tree_digest, write_mixture
 from tests.test_datatrove_engine import comparable
 from tests.test_reliability import _committed, interrupt_at, kill_mix  # noqa: F401 - a fixture, used by name
 
@@ -27,12 +27,9 @@ def local(mixture: Path, out: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def local_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    out = tmp_path_factory.mktemp("local") / "out"
-    proc = run_build(
-        "--mixture", str(small_mixture), "--output", str(out), "--engine", "local", "--processes", "2"
+    return build_small_on(
+        small_mixture, tmp_path_factory.mktemp("local"), "--engine", "local", "--processes", "2"
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return out, proc
 
 
 def test_writes_what_beam_writes_and_prints_its_lines(built_small, local_small):
