@@ -30,7 +30,7 @@ def check_pinned(url: str, expected: str, field: str) -> None:
             f"{url}: a folder, but {field} pins one file's sha256 (a folder's files are in the stage hash already)"
         )
     h = hashlib.sha256()
-    with fs.fsspec_open(url, "rb") as f:
+    with fs.open_binary(url) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     if h.hexdigest() != expected:

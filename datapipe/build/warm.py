@@ -12,12 +12,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 
+# libraries the stages load only when they first use them (so that a launcher or a tool that imports a stage
+# module does not pay for them) but every worker uses: each stage's removal decisions are a Parquet file
+# (datapipe.runtime.decisions)
+LIBRARIES = ("pyarrow.parquet",)
+
 
 def warm_stack(modules: tuple[str, ...] = ()) -> None:
-    """Import ``modules`` (a name that does not import is left to the worker: only time is at stake), then load
-    spaCy as the word splitters import it (:func:`~datapipe.languages.spacy_words.import_spacy`) and fill numba's
-    registries."""
-    for name in modules:
+    """Import ``modules`` and :data:`LIBRARIES` (a name that does not import is left to the worker: only time is at
+    stake), then load spaCy as the word splitters import it (:func:`~datapipe.languages.spacy_words.import_spacy`)
+    and fill numba's registries."""
+    for name in (*modules, *LIBRARIES):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     with contextlib.suppress(ImportError):
@@ -33,3 +38,4 @@ def warm_stack(modules: tuple[str, ...] = ()) -> None:
 
         cpu_target.target_context.refresh()
         cpu_target.typing_context.refresh()
+

@@ -123,7 +123,7 @@ class ShingleStore:
                 url = shingles_url(stage_dir, index)
             else:
                 url = shingles_url(self.stage_dir, shard)
-            f = fs.fsspec_open(url, "rb").open()
+            f = fs.open_binary(url)
             self._files[shard] = f
             if len(self._files) > self.open_files:
                 self._files.popitem(last=False)[1].close()

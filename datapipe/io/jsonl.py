@@ -16,7 +16,6 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import fsspec
 import orjson
 import zstandard
 
@@ -168,7 +167,7 @@ def iter_lines(
     """
     compression = compression_of(url)
     cap = max_line if max_line is not None else 1 << 62
-    with fsspec.open(url, "rb") as f:
+    with fs.open_binary(url) as f:
         if opened is not None:
             opened(f)
         n = 0

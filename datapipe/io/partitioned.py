@@ -20,6 +20,8 @@ sees a whole file or none, and a killed task's rerun rewrites the same bytes.
 
 from __future__ import annotations
 
+from typing import IO
+
 import numpy as np
 
 from datapipe.io import fs
@@ -43,10 +45,10 @@ def write_partitioned(url: str, records: np.ndarray, partition: np.ndarray, part
     return [int(c) for c in counts]
 
 
-def _open(url: str):
+def _open(url: str) -> IO[bytes]:
     """A local file with the plain ``open`` (fsspec's wrapper costs ~3x per open, and a reader opens one file per
     writer), anything else through fsspec."""
-    return open(fs.local_path(url), "rb") if fs.is_local(url) else fs.fsspec_open(url, "rb").open()  # noqa: SIM115
+    return fs.open_binary(url)
 
 
 def _partition_bytes(url: str, itemsize: int, p: int) -> bytes:

@@ -18,12 +18,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import fsspec
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from datapipe.errors import InputError
 from datapipe.io import fs
@@ -32,12 +29,28 @@ from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
 from datapipe.io.warc import UNLIMITED, check_start, read_warc
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
 log = logging.getLogger(__name__)
 
 _SCALARS = (str, int, float, bool)
-# what pyarrow raises on a damaged Parquet file (ArrowIOError is an OSError; invalid UTF-8 in a string column
-# surfaces when the values are converted)
-_PARQUET_ERRORS = (pa.ArrowException, OSError, UnicodeDecodeError)
+
+
+def _arrow() -> tuple[Any, Any]:
+    """pyarrow and its Parquet module, imported when a Parquet file is read: 66 ms of every build worker's start
+    otherwise (its stack is imported before the first task), for builds that read none (2026-12-05)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow, pyarrow.parquet
+
+
+def _parquet_errors() -> tuple[type[BaseException], ...]:
+    """What pyarrow raises on a damaged Parquet file (ArrowIOError is an OSError; invalid UTF-8 in a string column
+    surfaces when the values are converted)."""
+    return (_arrow()[0].ArrowException, OSError, UnicodeDecodeError)
 
 
 def _loads_replacing(line: bytes) -> Any:
@@ -120,6 +133,7 @@ def _id_value(v: Any) -> str | None:
 
 
 def _is_text(t: pa.DataType) -> bool:
+    pa = _arrow()[0]
     if pa.types.is_dictionary(t):
         t = t.value_type
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
@@ -129,9 +143,9 @@ def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
     """Open a Parquet file and check its text column; a file that is not Parquet, or lacks a string column named
     ``text_field``, is an :class:`InputError` naming the file (and the field)."""
     try:
-        pf = pq.ParquetFile(f)
+        pf = _arrow()[1].ParquetFile(f)
         schema = pf.schema_arrow
-    except _PARQUET_ERRORS as e:
+    except _parquet_errors() as e:
         raise InputError(url, f"not a readable Parquet file ({e})") from None
     names = schema.names
     if text_field not in names:
@@ -146,7 +160,8 @@ def read_parquet(
     shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None = None
 ) -> Iterator[dict]:
     cap = max_bytes if max_bytes is not None else 1 << 62
-    with fsspec.open(shard.url, "rb") as f:
+    errors = _parquet_errors()
+    with fs.open_binary(shard.url) as f:
         tally.position = f.tell
         pf = open_parquet(shard.url, f, text_field)
         row = 0
@@ -174,7 +189,7 @@ def read_parquet(
                         own = _id_value(cols[id_field][j]) if id_field in cols else None
                         yield {**shard.names(i, own), "text": text, "source": source, "metadata": meta}
                     done += batch.num_rows
-            except _PARQUET_ERRORS as e:
+            except errors as e:
                 log.warning("%s: row group %d cannot be read (%s); its rows are removed", shard.url, rg, e)
             # rows the footer promises but the row group did not give (it failed part-way) are documents lost
             lost = max(0, pf.metadata.row_group(rg).num_rows - done)
@@ -236,7 +251,7 @@ def _check_warc(url: str, f: IO[bytes], text_field: str) -> None:
 
 
 def _parquet_rows(f: IO[bytes]) -> int:
-    return pq.ParquetFile(f).metadata.num_rows
+    return int(_arrow()[1].ParquetFile(f).metadata.num_rows)
 
 
 Reader = Callable[[Shard, str, str, str, ReadTally, "int | None", "int | None"], Iterator[dict]]
@@ -304,7 +319,7 @@ def check_shard(url: str, fmt: str, text_field: str) -> None:
     row = input_format(fmt)
     if fs.size(url) == 0:
         return  # an empty shard
-    with fsspec.open(url, "rb") as f:
+    with fs.open_binary(url) as f:
         row.check(url, f, text_field)
 
 

@@ -29,11 +29,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-import fsspec
 import zstandard
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from datapipe.errors import InputError
+from datapipe.io import fs
 from datapipe.io.http import TooLarge, Truncated, dechunk, undo_coding
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
@@ -265,7 +265,7 @@ def _records(shard: Shard, tally: ReadTally, handle: Callable[[Any], dict | None
     next record start and counts the stretch it skipped as ``warc/corrupt_region``. A document is yielded once the
     next record reads: a record the pass stops after may be longer than its ``Content-Length`` says, and is then
     removed as ``read/truncated_record``."""
-    with fsspec.open(shard.url, "rb") as f:
+    with fs.open_binary(shard.url) as f:
         tally.position = f.tell
         kind = _kind(f.read(4))
         start: int | None = 0

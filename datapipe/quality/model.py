@@ -66,7 +66,7 @@ def check_model(url: str) -> None:
     if not fs.exists(url):
         raise DatapipeError(f"{url}: quality model not found")
     total = fs.size(url)
-    with fs.fsspec_open(url) as f:
+    with fs.open_binary(url) as f:
         head = f.read(8)
         if len(head) < 8:
             raise DatapipeError(f"{url}: not a fastText model (file too short)")
