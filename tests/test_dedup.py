@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from datapipe import MinHasher, normalize, read_records, read_removed
 from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
-from datapipe.dedup.graph import large_star, local_components, small_star
+from datapipe.dedup.graph import large_star, local_components, small_star, smallest_connected
 from datapipe.dedup.minhash import Shingler, estimate, s_curve
 from datapipe.dedup.store import read_edges, read_removals
 from tests.conftest import CORPORA, run_build, write_mixture
@@ -102,6 +102,25 @@ def test_star_rounds_equal_union_find(raw):
     expected = local_components(edges)
     got = _rounds(edges, 12)
     assert {u: r for u, r in expected.items() if u != r} == {u: r for u, r in got.items() if u != r}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 60), st.lists(st.tuples(st.integers(0, 59), st.integers(0, 59)), max_size=120))
+def test_compiled_components_equal_union_find(n, raw):
+    """The global phase's compiled components (each node's smallest connected node) are the reference union-find's,
+    loops, repeats and isolated nodes included."""
+    edges = [(a % n, b % n) for a, b in raw]
+    a = np.array([e[0] for e in edges], dtype=np.int64)
+    b = np.array([e[1] for e in edges], dtype=np.int64)
+    truth = local_components(edges)
+    assert smallest_connected(a, b, n).tolist() == [truth.get(x, x) for x in range(n)]
+
+
+def test_compiled_components_on_a_long_chain_and_a_reversed_one():
+    n = 100_000
+    up = np.arange(n - 1, dtype=np.int64)
+    assert not smallest_connected(up, up + 1, n).any()
+    assert not smallest_connected(up[::-1] + 1, up[::-1], n).any()
 
 
 def test_long_chain_converges():

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from datapipe.dedup import components
-from datapipe.dedup.graph import bucket_pairs
+from datapipe.dedup.graph import bucket_pairs, smallest_connected
 from datapipe.dedup.minhash import jaccard
 from datapipe.dedup.store import (
     ShingleStore,
@@ -313,9 +313,6 @@ def _ref(x: int) -> components.Ref:
 def find_components(stage: Any, spill: Spill, _: None = None) -> None:
     """One task: every verified edge -> connected components; each non-root member's removal (for the write
     tasks), ``components.json`` and, with ``keep_edges``, the edge files."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     if stage.config.minhash is None:
         return
     edges = np.concatenate([read_all(u, EDGE) for u in spill.urls("edges", range(spill.parts))])
@@ -323,13 +320,10 @@ def find_components(stage: Any, spill: Spill, _: None = None) -> None:
     b = (edges["sb"] << 32) | edges["db"]
     nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
     n, m = len(nodes), len(edges)
-    count, labels = 0, np.zeros(0, dtype=np.int32)
-    if n:
-        graph = coo_matrix((np.ones(m, dtype=np.int8), (inverse[:m], inverse[m:])), shape=(n, n))
-        count, labels = connected_components(graph, directed=False)
-    roots = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(roots, labels, nodes)
-    root_of = roots[labels]
+    # nodes are sorted: a component's smallest index is its smallest reference, and grouping by it orders the
+    # components by that reference
+    labels = smallest_connected(inverse[:m].astype(np.int64), inverse[m:].astype(np.int64), n)
+    root_of = nodes[labels]
     members = np.flatnonzero((nodes != root_of) & (nodes >= 0))  # an earlier build's documents are not ours
     removals = np.zeros(len(members), dtype=REMOVAL)
     for start in range(0, len(members), CHUNK):  # decided one at a time, held as records, not Python objects
