@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from fsspec.core import url_to_fs
 
 from datapipe.io import fs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -84,3 +88,28 @@ def test_local_calls_are_fsspecs(tree: Path):
     fs.remove(str(tree / "missing"))  # nothing there: fine
     assert not (tree / "new").exists() and not os.path.lexists(tree / "link.json")
     assert not os.path.lexists(tree / "broken") and (tree / "b.json").exists()
+
+
+def test_a_worker_that_reads_and_writes_local_files_imports_neither_fsspec_nor_scipy(tmp_path: Path):
+    """A build's workers import their stack before their first task, on the build's critical path (the local
+    engine's fork server: ``pipelines/local/preload.py``): that stack holds neither fsspec (local files go to
+    ``os``) nor ``scipy.linalg`` (numba's BLAS probe, hidden while its registries fill), and numba's BLAS still
+    loads when asked after."""
+    code = (
+        "import sys\n"
+        "import pipelines.local.preload\n"
+        "from datapipe.io import fs\n"
+        "from datapipe.io.jsonl import read_records, write_records_atomic\n"
+        f"d = {str(tmp_path)!r}\n"
+        "fs.makedirs(fs.join(d, 'out'))\n"
+        "write_records_atomic(fs.join(d, 'out', 'part-00000.jsonl.zst'), [{'text': 'a'}])\n"
+        "assert [r['text'] for u in fs.glob(fs.join(d, 'out', 'part-*')) for r in read_records(u)] == ['a']\n"
+        "assert fs.exists(d) and fs.isdir(d) and fs.size(fs.join(d, 'out', 'part-00000.jsonl.zst')) > 0\n"
+        "fs.remove(fs.join(d, 'out'))\n"
+        "assert 'fsspec' not in sys.modules and 'scipy.linalg' not in sys.modules, 'imported'\n"
+        "from numba.np.linalg import ensure_blas\n"
+        "ensure_blas()\n"
+        "assert 'scipy.linalg' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
+from collections.abc import Iterator
 
 # libraries the stages load only when they first use them (so that a launcher or a tool that imports a stage
 # module does not pay for them) but every worker uses: each stage's removal decisions are a Parquet file
@@ -33,9 +35,29 @@ def warm_stack(modules: tuple[str, ...] = ()) -> None:
     # loads a compiled function: 0.2 s, which each worker spent in its first shard (the language-ID model's load)
     # while the parent, ready early, waited (2026-12-05). A numba without this method only costs the workers that
     # time again.
-    with contextlib.suppress(ImportError, AttributeError):
+    with contextlib.suppress(ImportError, AttributeError), _without(BLAS_PROBE):
         from numba.core.registry import cpu_target
 
         cpu_target.target_context.refresh()
         cpu_target.typing_context.refresh()
 
+
+# numba's ``numba.np.arraymath`` imports this at its own import (through all of ``scipy.linalg``: 0.1-0.15 s on this
+# machine, 2026-12-05) only to decide whether ``np.correlate`` and ``np.convolve`` of floats call BLAS or its own
+# loop; no datapipe kernel calls either. Hidden while the registries fill, so the flag says "its own loop"; every
+# other BLAS use (``np.dot``, ``np.linalg``) imports it when a kernel using it compiles, as before.
+BLAS_PROBE = "scipy.linalg.cython_blas"
+
+
+@contextlib.contextmanager
+def _without(module: str) -> Iterator[None]:
+    """``import module`` fails inside the block (unless it is imported already); importable again after."""
+    if module in sys.modules:
+        yield
+        return
+    sys.modules[module] = None  # type: ignore[assignment]  # `import module` raises ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get(module, False) is None:
+            del sys.modules[module]
