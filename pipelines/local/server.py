@@ -12,6 +12,7 @@ from multiprocessing.context import BaseContext
 from datapipe.errors import DatapipeError
 
 PRELOAD = "pipelines.local.preload"
+QUICK_END = "pipelines.local.quick_end"  # imported last: see the module
 
 
 def check_processes(processes: int | None) -> None:
@@ -24,7 +25,7 @@ def start_fork_server() -> BaseContext:
     """The fork server's context, the server started now: it imports while the caller goes on. A process keeps
     one server for its life (multiprocessing's own), so later builds in the same process fork from it at once."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([PRELOAD])
+    ctx.set_forkserver_preload([PRELOAD, QUICK_END])
     from multiprocessing import forkserver
 
     forkserver.ensure_running()
