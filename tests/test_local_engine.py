@@ -141,6 +141,83 @@ def test_rows_wait_for_the_row_before_and_chains_run_side_by_side(ctx, tmp_path)
         assert log == [(["a0", "a1", "a2"], [None] * 3), [], (["a0", "a1", "a2", "b"], [None])]
 
 
+class _Later:
+    """A later stage that warms up: its instance remembers it, and a file says which process did."""
+
+    out_dir = "later"
+    source = "src"
+    name = "later"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.warmed = False
+
+    def warm(self) -> None:
+        self.warmed = True
+        (self.folder / f"warm-{os.getpid()}").write_text("")
+
+
+def _waits_for_a_warm_up(stage, folder, item):
+    """The one task of a serial row: it ends once the other process has warmed the later stage up (an event, not
+    a time: a busy machine only makes it wait longer)."""
+    deadline = time.monotonic() + 120
+    while not list(folder.glob("warm-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (folder / f"serial-{os.getpid()}").write_text("")
+
+
+def _records_its_instance(stage, folder, item):
+    (folder / f"task-{item}-{os.getpid()}-{'warm' if stage.warmed else 'cold'}").write_text("")
+
+
+def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(ctx, tmp_path):
+    """While one process runs a serial row, the other warms the next stage up, once; the later row's tasks on that
+    process run on the warmed instance, and the row itself waits for no warm-up."""
+    from pipelines.local.engine import Pool
+
+    later = _Later(tmp_path)
+    reached: list[bool] = []
+
+    def chain():
+        yield [("phase", (_Stage(), tmp_path, _waits_for_a_warm_up, "serial"), "src/first serial")]
+        reached.append(True)
+        yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(6)]
+
+    with Pool(ctx, 2) as pool:
+        pool.run([chain()], on_finish=lambda: None, upcoming=lambda: [] if reached else [(later, "phase")])
+    names = sorted(p.name for p in tmp_path.iterdir())
+    warm = [n.split("-")[1] for n in names if n.startswith("warm-")]
+    serial = [n.split("-")[1] for n in names if n.startswith("serial-")]
+    assert len(warm) == 1 and serial != warm, names  # the idle process, once
+    tasks = [n.split("-")[1:] for n in names if n.startswith("task-")]
+    assert len(tasks) == 6
+    assert all((state == "warm") == (pid == warm[0]) for _, pid, state in tasks), names
+
+
+def test_stages_warm_up_without_writing(small_mixture, tmp_path):
+    """Each stage that warms up (filters, quality, tokenize) loads what its first shard loads and writes nothing:
+    a warm-up may run before the stage's input exists."""
+    from datapipe.build.plan import check_inputs, make_stage, plan_mixture
+    from datapipe.config.mixture import load_mixture
+    from datapipe.runtime.stage import Warms
+    from datapipe.tokenize.tokenizer import load_tokenizer
+
+    mixture = load_mixture(str(small_mixture), output=str(tmp_path / "out"))
+    sources = mixture.select(None)
+    plans = plan_mixture(
+        mixture, sources, check_inputs(mixture, sources), load_tokenizer(mixture.tokenizer).identity.sha256
+    )
+    warmed = set()
+    for sp in plans:
+        for st in sp.stages:
+            stage = make_stage(mixture, sp, st)
+            if isinstance(stage, Warms):
+                stage.warm()
+                warmed.add(st.stage)
+    assert warmed == {"filter", "tokenize"}  # the small mixture has no quality stage
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
 def ctx():
     from pipelines.local.server import start_fork_server

@@ -29,7 +29,7 @@ from datapipe.quality.cutoff import cutoff_report, keys_array
 from datapipe.quality.ensemble import ENSEMBLE, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.scorers import Scorer, load_scorer
 from datapipe.runtime.evidence import Removal
-from datapipe.runtime.stage import TwoPhaseStage
+from datapipe.runtime.stage import WARM_TEXT, TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 
 BATCH = 512
@@ -114,6 +114,13 @@ class QualityStage(TwoPhaseStage):
             self._models = {
                 c.name: load_scorer(c.model, c.positive_label, c.lowercase) for c in self.config.classifiers
             }
+
+    def warm(self) -> None:
+        """Load the classifiers and score :data:`WARM_TEXT` with each (their kernels load on the first batch)."""
+        self.setup()
+        assert self._models is not None
+        for model in self._models.values():
+            model.scores([WARM_TEXT])
 
     def _batches(self, shard: Shard):
         batch: list[dict] = []

@@ -77,6 +77,22 @@ class Supervised(Protocol):
         ...
 
 
+# what a stage's ``warm`` runs its own code on: a line that reaches the word splitters' affix and special-case paths
+WARM_TEXT = "Warm-up: it's 3.5km away (e.g. a test), don't stop at https://example.org/ - 10% done!"
+
+
+@runtime_checkable
+class Warms(Protocol):
+    """A stage whose first shard in a process spends a noticeable time loading before its first document (models,
+    a tokenizer's tables, compiled kernels), able to do that loading on its own, so that an engine can have a
+    process that would otherwise wait (on a step only one process runs) do it before the stage's shards reach it."""
+
+    def warm(self) -> None:
+        """Load what the stage's first shard in this process would load, and nothing that depends on the stage's
+        input or on an earlier stage's output (it may run before those exist); write nothing."""
+        ...
+
+
 def stats_path(out_dir: str, shard: Shard) -> str:
     return fs.join(out_dir, f"{shard.part}{STATS_SUFFIX}")
 

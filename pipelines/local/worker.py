@@ -4,7 +4,8 @@ calls (``run_shard``, ``finish_stage``, a global phase's task table rows), until
 A task is ``(number, kind, arguments, retired)``: ``kind`` one of :data:`KINDS`; ``retired`` the folders of
 stages the build has finished, whose resources this process lets go (an extraction sandbox, models). A stage's
 resources load once per process and stage (``Stage.setup``), as a Beam ``DoFn``'s do: the process keeps the
-stage object of its first task for the stage and runs later tasks of that kind on it. The answer is
+stage object of its first task for the stage and runs later tasks of that kind on it, or the one a ``warm`` task
+(a warm-up, :class:`~datapipe.runtime.stage.Warms`) left for them. The answer is
 ``(number, True, result, peak)`` or ``(number, False, error, peak)`` (``peak``: the process's largest resident
 set so far, MiB, for the build log), where ``error`` is a :class:`DatapipeError` as it was
 raised (re-made from its message: its class may not pickle) or the failed task's traceback as text.
@@ -23,11 +24,11 @@ import traceback
 from collections.abc import Callable, Mapping, MutableSequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
 from datapipe.errors import DatapipeError
 from datapipe.runtime.memory import peak_rss_mb
-from datapipe.runtime.stage import Stage, Supervised, finish_stage, run_shard
+from datapipe.runtime.stage import Stage, Supervised, Warms, finish_stage, run_shard
 from datapipe.runtime.watch import Watch
 
 Held = dict[tuple[str, str], Stage]
@@ -65,7 +66,13 @@ def _finish(here: _Here, stage: Stage, shards: list[Any], stats: list[Any], reco
     return finish_stage(stage, shards, stats, record)
 
 
-KINDS: dict[str, Callable[..., Any]] = {"shard": _shard, "phase": _phase, "finish": _finish}
+def _warm(here: _Here, stage: Warms, kind: str) -> None:
+    """Load, in the instance this process will run the stage's ``kind`` tasks on, what their first would load."""
+    held = _held(here.held, kind, cast(Stage, stage))
+    cast(Warms, held).warm()
+
+
+KINDS: dict[str, Callable[..., Any]] = {"shard": _shard, "phase": _phase, "finish": _finish, "warm": _warm}
 
 
 def _release(held: Held, retired: frozenset[str]) -> None:
