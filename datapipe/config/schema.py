@@ -127,6 +127,14 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
     return [_message(err)]
 
 
+def load_validator() -> None:
+    """Import what :func:`validate` imports (jsonschema, referencing and attrs: ~0.05 s), for a process that has time
+    now and validates later on a step the rest of a build waits for (the tokenize stage's finish checks the cache's
+    ledger)."""
+    import jsonschema  # noqa: F401
+    import referencing  # noqa: F401
+
+
 def validate(instance: Any, schema_name: str, *, file: str) -> None:
     """Raise :class:`ConfigError` listing every problem of ``instance`` against a schema, in document order, one
     per line, each with its field."""
