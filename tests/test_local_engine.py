@@ -194,6 +194,33 @@ def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(c
     assert all((state == "warm") == (pid == warm[0]) for _, pid, state in tasks), names
 
 
+class _FailsToWarm(_Later):
+    def warm(self) -> None:
+        (self.folder / f"warm-{os.getpid()}").write_text("")
+        raise ValueError("no model here")
+
+
+def test_a_failed_warm_up_is_logged_and_the_stage_runs_as_without_one(ctx, tmp_path, caplog):
+    """A warm-up that raises stops nothing: the build log says so and the stage's tasks load for themselves."""
+    from pipelines.local.engine import Pool
+
+    caplog.set_level(logging.INFO)
+    later = _FailsToWarm(tmp_path)
+    reached: list[bool] = []
+
+    def chain():
+        yield [("phase", (_Stage(), tmp_path, _waits_for_a_warm_up, "serial"), "src/first serial")]
+        reached.append(True)
+        yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(2)]
+
+    with Pool(ctx, 2) as pool:
+        pool.run([chain()], on_finish=lambda: None, upcoming=lambda: [] if reached else [(later, "phase")])
+    tasks = [p.name for p in tmp_path.iterdir() if p.name.startswith("task-")]
+    assert len(tasks) == 2 and all(t.endswith("-cold") for t in tasks)
+    assert "src/later warm-up failed; its tasks will load for themselves" in caplog.text
+    assert "ValueError: no model here" in caplog.text
+
+
 def test_stages_warm_up_without_writing(small_mixture, tmp_path):
     """Each stage that warms up (filters, quality, tokenize) loads what its first shard loads and writes nothing:
     a warm-up may run before the stage's input exists."""
