@@ -173,7 +173,7 @@ def _records_its_instance(stage, folder, item):
 def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(ctx, tmp_path):
     """While one process runs a serial row, the other warms the next stage up, once; the later row's tasks on that
     process run on the warmed instance, and the row itself waits for no warm-up."""
-    from pipelines.local.engine import Pool
+    from pipelines.local.engine import Pool, Upcoming
 
     later = _Later(tmp_path)
     reached: list[bool] = []
@@ -184,7 +184,11 @@ def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(c
         yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(6)]
 
     with Pool(ctx, 2) as pool:
-        pool.run([chain()], on_finish=lambda: None, upcoming=lambda: [] if reached else [(later, "phase")])
+        pool.run(
+            [chain()],
+            on_finish=lambda: None,
+            upcoming=lambda: [] if reached else [Upcoming(later, "phase", 2)],
+        )
     names = sorted(p.name for p in tmp_path.iterdir())
     warm = [n.split("-")[1] for n in names if n.startswith("warm-")]
     serial = [n.split("-")[1] for n in names if n.startswith("serial-")]
@@ -202,7 +206,7 @@ class _FailsToWarm(_Later):
 
 def test_a_failed_warm_up_is_logged_and_the_stage_runs_as_without_one(ctx, tmp_path, caplog):
     """A warm-up that raises stops nothing: the build log says so and the stage's tasks load for themselves."""
-    from pipelines.local.engine import Pool
+    from pipelines.local.engine import Pool, Upcoming
 
     caplog.set_level(logging.INFO)
     later = _FailsToWarm(tmp_path)
@@ -214,11 +218,31 @@ def test_a_failed_warm_up_is_logged_and_the_stage_runs_as_without_one(ctx, tmp_p
         yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(2)]
 
     with Pool(ctx, 2) as pool:
-        pool.run([chain()], on_finish=lambda: None, upcoming=lambda: [] if reached else [(later, "phase")])
+        pool.run(
+            [chain()],
+            on_finish=lambda: None,
+            upcoming=lambda: [] if reached else [Upcoming(later, "phase", 2)],
+        )
     tasks = [p.name for p in tmp_path.iterdir() if p.name.startswith("task-")]
     assert len(tasks) == 2 and all(t.endswith("-cold") for t in tasks)
     assert "src/later warm-up failed; its tasks will load for themselves" in caplog.text
     assert "ValueError: no model here" in caplog.text
+
+
+def test_a_stage_is_warmed_up_by_no_more_processes_than_it_has_tasks(tmp_path):
+    """A stage of one shard runs on one process: a second warm-up of it would be loading for nothing."""
+    from types import SimpleNamespace
+
+    from pipelines.local.engine import Pool, Upcoming
+
+    pool = SimpleNamespace(warmed=set())
+    one, two = _Later(tmp_path), _Later(tmp_path)
+    two.out_dir = "later-two"
+    stages = [Upcoming(one, "shard", 1), Upcoming(two, "shard", 2)]
+    order = (0, 1, 0, 1, 0)
+    got = [Pool._warm_up(pool, p, stages) for p in order]  # type: ignore[arg-type]
+    warmed = [None if t is None else (t[1][0].out_dir, p) for t, p in zip(got, order, strict=True)]
+    assert warmed == [("later", 0), ("later-two", 1), ("later-two", 0), None, None]
 
 
 def test_stages_warm_up_without_writing(small_mixture, tmp_path):

@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, NamedTuple
 
 from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
 from datapipe.build.progress import WaveProgress
@@ -101,6 +101,16 @@ def _widest(todo: list[tuple[SourcePlan, StagePlan]]) -> int:
     return max(max(len(st.shards), 1) for _, st in todo) * len({sp.source.name for sp, _ in todo})
 
 
+class Upcoming(NamedTuple):
+    """A stage to warm up: the kind of its first tasks (``phase`` when it runs a global phase, else ``shard``: a
+    process keeps one instance of a stage per kind, :mod:`pipelines.local.worker`) and how many of them there are
+    (the most processes that can use a warm-up: a stage of one shard runs on one)."""
+
+    stage: Stage
+    kind: str
+    tasks: int
+
+
 @dataclass
 class Ahead:
     """The build's stages that are not done, made when it starts, and the one each source's chain is on: what a
@@ -110,11 +120,9 @@ class Ahead:
     stages: dict[str, Stage]  # stage folder -> its stage object, the one its tasks carry
     at: dict[str, str] = field(default_factory=dict)  # source -> the folder of the stage its chain is on
 
-    def upcoming(self) -> list[tuple[Stage, str]]:
-        """Every stage a chain has still to reach that can warm up (:class:`Warms`), nearest first, with the kind
-        of its first tasks (``phase`` when it runs a global phase, else ``shard``): a process keeps one instance
-        of a stage per kind (:mod:`pipelines.local.worker`)."""
-        out: list[tuple[Stage, str]] = []
+    def upcoming(self) -> list[Upcoming]:
+        """Every stage a chain has still to reach that can warm up (:class:`Warms`), nearest first."""
+        out: list[Upcoming] = []
         reached = {src: False for src in self.at}
         for sp, st in self.todo:
             src = sp.source.name
@@ -125,7 +133,8 @@ class Ahead:
                 continue
             stage = self.stages[st.out_dir]
             if isinstance(stage, Warms):
-                out.append((stage, "phase" if _runs_phase(sp, st, stage) else "shard"))
+                kind = "phase" if _runs_phase(sp, st, stage) else "shard"
+                out.append(Upcoming(stage, kind, max(len(st.shards), 1)))
         return out
 
 
@@ -224,7 +233,7 @@ class Pool:
         self,
         chains: list[Chain],
         on_finish: Any,
-        upcoming: Callable[[], list[tuple[Stage, str]]] | None = None,
+        upcoming: Callable[[], list[Upcoming]] | None = None,
     ) -> None:
         """Run the chains' rows; ``upcoming`` (:meth:`Ahead.upcoming`): stages a process with nothing to do warms
         up, each once per process, before their tasks reach it (a warm-up belongs to no row and waits for none)."""
@@ -312,10 +321,13 @@ class Pool:
                         on_finish()
                     advance(row.chain, row.results)
 
-    def _warm_up(self, p: int, stages: list[tuple[Stage, str]]) -> Task | None:
-        """A warm-up of the nearest of ``stages`` that process ``p`` has not warmed up, or None."""
-        for stage, kind in stages:
-            if (p, stage.out_dir, kind) not in self.warmed:
+    def _warm_up(self, p: int, stages: list[Upcoming]) -> Task | None:
+        """A warm-up of the nearest of ``stages`` that process ``p`` has not warmed up and fewer processes than it
+        has tasks have, or None."""
+        for stage, kind, tasks in stages:
+            if (p, stage.out_dir, kind) in self.warmed:
+                continue
+            if sum(w[1:] == (stage.out_dir, kind) for w in self.warmed) < tasks:
                 self.warmed.add((p, stage.out_dir, kind))
                 return "warm", (stage, kind), f"{stage.source}/{stage.name} warm-up"
         return None
