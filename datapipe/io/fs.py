@@ -3,10 +3,11 @@
 Every path in datapipe is an fsspec URL or a local path; local paths stay plain strings so that error messages show
 what the user typed.
 
-A worker's calls on a local path (exists, size, folders, reading a file, removing one) go straight to ``os``, which
-is what fsspec's local file system calls, and fsspec is imported the first time a URL or a glob needs it: a build's
-workers import their stack before their first task (``pipelines/local/preload.py``), and fsspec was 27-58 ms of
-it on this machine (2026-12-05), for a build that reads and writes only local files.
+Calls on a local path (exists, size, folders, reading a file, removing one, a glob whose last part alone is magic)
+go straight to ``os``, which is what fsspec's local file system calls, and fsspec is imported the first time a URL
+or another glob needs it: a build's workers import their stack before their first task
+(``pipelines/local/preload.py``), and fsspec was 27-58 ms of it on this machine (2026-12-05), for a build that
+reads and writes only local files.
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ launcher checks and plans; each process keeps a stage's resources from its first
 stage's end (:mod:`pipelines.local.worker`). A process with nothing to do (while another runs a step only one
 process can, or a stage's last shard) warms up a stage its chain has still to reach
 (:class:`~datapipe.runtime.stage.Warms`: the filters' word splitter, the quality classifiers, the tokenizer's
-tables), once per process: those loads took each process 0.07-0.27 s of its first shard of the stage, with the
-other process waiting or working alone; a warm-up belongs to no row and holds none up. On e2e's 1x build, eight
-alternating runs: 7.95 s against 8.16 s (2026-12-06).
+tables), once per process and in no more processes than the stage has tasks: those loads took each process
+0.07-0.27 s of its first shard of the stage, with the other process waiting or working alone; a warm-up belongs to
+no row and holds none up. On e2e's 1x build, nine alternating runs in two series: means 7.72 and 7.95 s against
+8.02 and 8.16 s without (2026-12-06).
 
 Failures and stops: a task that raises stops the build with one line (a :class:`DatapipeError` as it is, anything
 else with its stage, shard or phase and the build log holding its traceback); a process that dies (the OOM killer)
@@ -126,7 +127,7 @@ class Ahead:
         reached = {src: False for src in self.at}
         for sp, st in self.todo:
             src = sp.source.name
-            if src not in reached:  # the chain has not started (a source waits for none: it has)
+            if src not in reached:  # its chain has not started yet
                 continue
             if not reached[src]:
                 reached[src] = st.out_dir == self.at[src]
@@ -236,7 +237,7 @@ class Pool:
         upcoming: Callable[[], list[Upcoming]] | None = None,
     ) -> None:
         """Run the chains' rows; ``upcoming`` (:meth:`Ahead.upcoming`): stages a process with nothing to do warms
-        up, each once per process, before their tasks reach it (a warm-up belongs to no row and waits for none)."""
+        up before their tasks reach it (:meth:`_warm_up`; a warm-up belongs to no row and waits for none)."""
         queue: deque[tuple[_Row, int, Task]] = deque()
         retired: set[str] = set()
         busy: dict[int, tuple[_Row | None, int, Task]] = {}  # process -> its task (row None: a warm-up)

@@ -5,9 +5,9 @@ The server holds the build's standard output and error (a child inherits them), 
 (``build | tee log``, ``benchmarks/e2e.py``'s wrapper) sees its end only when the server has exited too. The server
 leaves when the launcher does, and its teardown freed the whole stack it imported for the workers (spaCy, numba,
 the stages): e2e's wrapper saw the output end 0.105-0.13 s after the build's last task, 0.075 s without the
-teardown (2026-12-06). Its children (the workers) end
-with ``os._exit`` already, as multiprocessing ends every child it forks; nothing in the server needs its
-teardown. Tests and tools that import the workers' stack import :mod:`pipelines.local.preload`, never this.
+teardown (2026-12-06). Its children (the workers) end with ``os._exit`` already, as multiprocessing ends every
+child it forks; nothing in the server needs its teardown. Tests and tools that import the workers' stack import
+:mod:`pipelines.local.preload`, never this.
 """
 
 from __future__ import annotations
