@@ -170,18 +170,17 @@ def _records_its_instance(stage, folder, item):
     (folder / f"task-{item}-{os.getpid()}-{'warm' if stage.warmed else 'cold'}").write_text("")
 
 
-def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(ctx, tmp_path):
-    """While one process runs a serial row, the other warms the next stage up, once; the later row's tasks on that
-    process run on the warmed instance, and the row itself waits for no warm-up."""
+def _serial_row_then_a_later_stage(ctx, folder: Path, later: _Later, tasks: int) -> list[str]:
+    """One chain on two processes: a serial row (its task waits for a warm-up of ``later``), then ``tasks`` tasks
+    of ``later``, which is upcoming until the chain reaches it; the names of the files the processes left."""
     from pipelines.local.engine import Pool, Upcoming
 
-    later = _Later(tmp_path)
     reached: list[bool] = []
 
     def chain():
-        yield [("phase", (_Stage(), tmp_path, _waits_for_a_warm_up, "serial"), "src/first serial")]
+        yield [("phase", (_Stage(), folder, _waits_for_a_warm_up, "serial"), "src/first serial")]
         reached.append(True)
-        yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(6)]
+        yield [("phase", (later, folder, _records_its_instance, i), f"src/later #{i}") for i in range(tasks)]
 
     with Pool(ctx, 2) as pool:
         pool.run(
@@ -189,7 +188,13 @@ def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(c
             on_finish=lambda: None,
             upcoming=lambda: [] if reached else [Upcoming(later, "phase", 2)],
         )
-    names = sorted(p.name for p in tmp_path.iterdir())
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_a_process_with_nothing_to_do_warms_up_a_later_stage_for_its_own_tasks(ctx, tmp_path):
+    """While one process runs a serial row, the other warms the next stage up, once; the later row's tasks on that
+    process run on the warmed instance, and the row itself waits for no warm-up."""
+    names = _serial_row_then_a_later_stage(ctx, tmp_path, _Later(tmp_path), 6)
     warm = [n.split("-")[1] for n in names if n.startswith("warm-")]
     serial = [n.split("-")[1] for n in names if n.startswith("serial-")]
     assert len(warm) == 1 and serial != warm, names  # the idle process, once
@@ -206,24 +211,9 @@ class _FailsToWarm(_Later):
 
 def test_a_failed_warm_up_is_logged_and_the_stage_runs_as_without_one(ctx, tmp_path, caplog):
     """A warm-up that raises stops nothing: the build log says so and the stage's tasks load for themselves."""
-    from pipelines.local.engine import Pool, Upcoming
-
     caplog.set_level(logging.INFO)
-    later = _FailsToWarm(tmp_path)
-    reached: list[bool] = []
-
-    def chain():
-        yield [("phase", (_Stage(), tmp_path, _waits_for_a_warm_up, "serial"), "src/first serial")]
-        reached.append(True)
-        yield [("phase", (later, tmp_path, _records_its_instance, i), f"src/later #{i}") for i in range(2)]
-
-    with Pool(ctx, 2) as pool:
-        pool.run(
-            [chain()],
-            on_finish=lambda: None,
-            upcoming=lambda: [] if reached else [Upcoming(later, "phase", 2)],
-        )
-    tasks = [p.name for p in tmp_path.iterdir() if p.name.startswith("task-")]
+    names = _serial_row_then_a_later_stage(ctx, tmp_path, _FailsToWarm(tmp_path), 2)
+    tasks = [n for n in names if n.startswith("task-")]
     assert len(tasks) == 2 and all(t.endswith("-cold") for t in tasks)
     assert "src/later warm-up failed; its tasks will load for themselves" in caplog.text
     assert "ValueError: no model here" in caplog.text
