@@ -1,8 +1,10 @@
 """Validate parsed documents against ``schemas/`` and turn every problem into a line of one :class:`ConfigError`.
 
 jsonschema (with attrs and referencing) is imported where a document is validated: a build's worker processes
-import this module with the config's classes and never validate, and the import was 33 ms of the 0.8 s their
-parent spends importing before any worker starts (the local engine's critical path; 2026-12-05)."""
+import this module with the config's classes and most never validate, and the import was 33 ms of the 0.8 s their
+parent spends importing before any worker starts (the local engine's critical path; 2026-12-05). The one that
+writes a cache's ledger validates it; the tokenize stage's warm-up loads the library for it beforehand
+(:func:`load_validator`)."""
 
 from __future__ import annotations
 

@@ -64,15 +64,12 @@ WARM = (
     "apache_beam.runners.worker.sdk_worker_main",
     "pipelines.beam.stage",
     "pipelines.beam.dedup",
-    # the worker that writes a source's cache (the tokenize stage's finalize) imports it at the end of the build,
-    # on its critical path: 0.4 s; warm, e2e's 263-page build took 5.05 s against 5.50 (mean of 5, alternating)
-    "tensorstore",
 )
 
 
 def warm() -> None:
-    """Import what the workers of a build import: Beam's harness, the stages' DoFns (and with them ``datapipe``),
-    TensorStore, then what every engine's workers load (:func:`datapipe.build.warm.warm_stack`)."""
+    """Import what the workers of a build import: Beam's harness and the stages' DoFns (and with them ``datapipe``),
+    then what every engine's workers load (:func:`datapipe.build.warm.warm_stack`: TensorStore among them)."""
     from datapipe.build.warm import warm_stack
 
     warm_stack(WARM)

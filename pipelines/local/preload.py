@@ -15,7 +15,7 @@ try:
     from datapipe.build.registry import WORKER_MODULES
     from datapipe.build.warm import warm_stack
 
-    warm_stack((*WORKER_MODULES, "pipelines.local.worker", "tensorstore"))
+    warm_stack((*WORKER_MODULES, "pipelines.local.worker"))
 except Exception:  # noqa: BLE001 - the fork server ignores only ImportError; a worker loads what it needs itself
     pass
 finally:
