@@ -233,3 +233,28 @@ def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
     # is that fastText's own prediction is returned
     text = "Der Hund bellt laut"
     assert lid._fast is None and lid.predict(text).label == _fasttext_top(model, text)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bucket=st.integers(1, 300),
+    pairs=st.lists(st.tuples(st.integers(-3, 320), st.integers(0, 50)), max_size=40),
+)
+@example(bucket=64, pairs=[])
+@example(bucket=128, pairs=[(63, 1), (64, 2), (127, 3), (63, 4)])
+def test_the_bucket_bits_give_each_bucket_the_row_fasttexts_map_gives(bucket, pairs):
+    """A pruned model's n-gram rows through the bits (``bucket_index``, ``bucket_row``) against a dense table filled
+    as fastText fills its map, in file order (a bucket named again takes the later row); unpruned: ``nwords + b``."""
+    import numpy as np
+
+    from datapipe.langid.predict import bucket_index, bucket_row
+
+    nwords = 1000
+    dense = np.full(bucket, -1, dtype=np.int64)
+    for b, r in pairs:
+        if 0 <= b < bucket:
+            dense[b] = nwords + r
+    index = bucket_index(nwords, bucket, np.array(pairs, dtype=np.int64).reshape(-1, 2))
+    assert [bucket_row(*index, b) for b in range(bucket)] == dense.tolist()
+    unpruned = bucket_index(nwords, bucket, None)
+    assert [bucket_row(*unpruned, b) for b in range(bucket)] == list(range(nwords, nwords + bucket))

@@ -106,7 +106,8 @@ class HsModel:
             e.decode("utf-8", errors="replace").removeprefix("__label__") for e in entries[nwords:]
         ]
         self.minn, self.maxn = args["minn"], args["maxn"]
-        self.rows_of_bucket = bucket_rows(nwords, bucket, prune)
+        self.buckets = bucket_index(nwords, bucket, prune)
+        self.bucket = bucket
         self.vocab = vocabulary(entries)
         self.kinds = kinds
         self.eos_rows = eos_rows(entries, nwords)
@@ -145,7 +146,8 @@ class HsModel:
                 self.eos_rows,
                 self.minn,
                 self.maxn,
-                self.rows_of_bucket,
+                *self.buckets,
+                self.bucket,
                 self.inp,
                 hidden,
                 need,
@@ -163,13 +165,28 @@ class HsModel:
         return self.labels[node], float(expf(score))
 
 
-def bucket_rows(nwords: int, bucket: int, prune: np.ndarray | None) -> np.ndarray:
-    """An n-gram's bucket -> its input row (-1: pruned away); an unpruned model's table is the identity."""
-    rows = np.arange(nwords, nwords + bucket, dtype=np.int32)
-    if prune is not None:
-        rows[:] = -1
-        rows[prune[:, 0]] = nwords + prune[:, 1]
-    return rows
+def bucket_index(
+    nwords: int, bucket: int, prune: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An n-gram bucket's input row, as ``(bits, base, rows)`` for :func:`bucket_row`. A pruned model keeps rows
+    for few of its buckets (``lid.176.ftz``: 42,765 of 2,000,000): bit ``b`` of ``bits`` says whether bucket ``b``
+    has one, and it is ``rows[base[b // 64] + (the set bits of bits[b // 64] below b)]``. The bits take 250 KB
+    where a row per bucket took 8 MB, read at a random place for every n-gram of every new word: 0.11 s less of
+    each e2e build worker's 2,600 pages (2026-12-06). An unpruned model's row is ``nwords + b``: no bits, and
+    ``rows`` holds ``nwords``."""
+    if prune is None:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.array([nwords], dtype=np.int32)
+    order = np.argsort(prune[:, 0], kind="stable")
+    buckets, rows = prune[order, 0], (nwords + prune[order, 1]).astype(np.int32)
+    # as fastText's map: a bucket named twice has the row named last; one out of range is never looked up
+    keep = np.append(buckets[1:] != buckets[:-1], True) & (buckets >= 0) & (buckets < bucket)
+    buckets, rows = buckets[keep], rows[keep]
+    words = bucket // 64 + 1  # at least one: an empty ``base`` marks an unpruned model
+    present = np.zeros(words * 64, dtype=np.bool_)
+    present[buckets] = True
+    bits = np.packbits(present, bitorder="little").view(np.uint64)
+    counts = np.bincount(buckets >> 6, minlength=words)
+    return bits, np.cumsum(counts) - counts, rows
 
 
 def vocabulary(entries: list[bytes]) -> Interned:
@@ -352,11 +369,34 @@ def dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h):  
 
 
 @leaf
-def subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragma: no cover - compiled
+def popcount(x):  # pragma: no cover - compiled
+    """The set bits of a uint64."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@leaf
+def bucket_row(bits, base, rows, b):  # pragma: no cover - compiled
+    """Bucket ``b``'s input row, -1 for one a pruned model dropped (:func:`bucket_index` tells the layout)."""
+    if len(base) == 0:
+        return np.int64(rows[0]) + b
+    word = bits[b >> 6]
+    bit = np.uint64(1) << np.uint64(b & 63)
+    if word & bit:
+        return np.int64(rows[base[b >> 6] + popcount(word & (bit - np.uint64(1)))])
+    return np.int64(-1)
+
+
+@leaf
+def subword_rows(
+    data, s, e, wid, minn, maxn, bits, base, rows, bucket, ids, p
+):  # pragma: no cover - compiled
     """fastText's ``addSubwords`` for the token ``data[s:e]`` (word id ``wid`` or -1), written at ``ids[p:]``:
     the word's row, then ``computeSubwords("<" + token + ">")`` through ``pushHash`` (FNV-1a over signed bytes,
     n-grams of minn..maxn UTF-8 characters, single characters at either end left out, each n-gram's bucket mapped
-    through the pruned table or dropped). Returns the new end."""
+    to its row by :func:`bucket_row`, or dropped). Returns the new end."""
     if wid >= 0:
         ids[p] = wid
         p += 1
@@ -379,7 +419,7 @@ def subword_rows(data, s, e, wid, minn, maxn, rows_of_bucket, ids, p):  # pragma
                 h = ((h ^ c) * np.uint64(16777619)) & np.uint64(0xFFFFFFFF)
                 j += 1
             if n >= minn and not (n == 1 and (i == 0 or j == size)):
-                row = rows_of_bucket[np.int64(h % np.uint64(len(rows_of_bucket)))]
+                row = bucket_row(bits, base, rows, np.int64(h % np.uint64(bucket)))
                 if row >= 0:
                     ids[p] = row
                     p += 1
@@ -407,7 +447,10 @@ def _scan(
     eos_rows,
     minn,
     maxn,
-    rows_of_bucket,
+    bits,
+    base,
+    rows,
+    bucket,
     inp,
     hidden,
     need,
@@ -442,7 +485,7 @@ def _scan(
             entry, label = dictionary_entry(vtable, vhashes, vstarts, varena, vkinds, data, s, e, h)
             q = counts[2]
             if not label:  # a label is not a word: no rows
-                q = subword_rows(data, s, e, entry, minn, maxn, rows_of_bucket, ids, q)
+                q = subword_rows(data, s, e, entry, minn, maxn, bits, base, rows, bucket, ids, q)
             offsets[u + 1] = q
             counts[2] = q
         for q in range(offsets[u], offsets[u + 1]):

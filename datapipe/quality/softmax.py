@@ -38,7 +38,8 @@ from datapipe.langid.predict import (
     LOSS_SOFTMAX,
     Supervised,
     add_row,
-    bucket_rows,
+    bucket_index,
+    bucket_row,
     dictionary_entry,
     eos_rows,
     expf,
@@ -64,7 +65,8 @@ class SoftmaxModel:
         nwords, bucket = args["nwords"], args["bucket"]
         self.labels = [e.decode("utf-8", errors="replace") for e in sup.entries[nwords:]]
         self.minn, self.maxn, self.word_ngrams = args["minn"], args["maxn"], args["word_ngrams"]
-        self.rows_of_bucket = bucket_rows(nwords, bucket, sup.prune)
+        self.buckets = bucket_index(nwords, bucket, sup.prune)
+        self.bucket = bucket
         self.vocab = vocabulary(sup.entries)
         self.kinds = sup.kinds
         # the end-of-line token: its rows (none when the dictionary lacks it) and its hash (a word either way)
@@ -99,7 +101,7 @@ class SoftmaxModel:
             stop = _scan(
                 data, pos, self.space, m.table, m.hashes, m.starts, m.arena, m.offsets, m.ids, m.counts,
                 self._token_hash, self.vocab.table, self.vocab.hashes, self.vocab.starts, self.vocab.arena,
-                self.kinds, self.minn, self.maxn, self.rows_of_bucket, self.inp, hidden, sequence, state,
+                self.kinds, self.minn, self.maxn, *self.buckets, self.bucket, self.inp, hidden, sequence, state,
             )  # fmt: skip
             return stop, int(state[0])
 
@@ -111,7 +113,7 @@ class SoftmaxModel:
             raise
         probs = np.zeros(len(self.labels), dtype=np.float64)
         _finish(
-            hidden, state, sequence, self.eos_rows, self.eos_hash, self.word_ngrams, self.rows_of_bucket,
+            hidden, state, sequence, self.eos_rows, self.eos_hash, self.word_ngrams, *self.buckets, self.bucket,
             self.inp, self.out, probs,
         )  # fmt: skip
         return probs
@@ -135,7 +137,7 @@ NOT_A_WORD = -(1 << 40)
 @kernel
 def _scan(
     data, pos, space, table, hashes, starts, arena, offsets, ids, counts, token_hash, vtable, vhashes, vstarts,
-    varena, vkinds, minn, maxn, rows_of_bucket, inp, hidden, sequence, state,
+    varena, vkinds, minn, maxn, bits, base, rows, bucket, inp, hidden, sequence, state,
 ):  # fmt: skip  # pragma: no cover - compiled
     """``getLine`` and ``computeHidden``'s sum over the token rows, from byte ``pos`` on: tokens end at white
     space (``space``: ``str.isspace`` by code point) and NUL; each token's rows are added to ``hidden`` in order
@@ -191,7 +193,7 @@ def _scan(
             if label:
                 token_hash[u] = NOT_A_WORD
             else:
-                q = subword_rows(data, s, e, entry, minn, maxn, rows_of_bucket, ids, q)
+                q = subword_rows(data, s, e, entry, minn, maxn, bits, base, rows, bucket, ids, q)
                 token_hash[u] = fasttext_hash(data, s, e)
             offsets[u + 1] = q
             counts[2] = q
@@ -205,7 +207,7 @@ def _scan(
 
 @kernel
 def _finish(
-    hidden, state, sequence, eos_rows, eos_hash, word_ngrams, rows_of_bucket, inp, out, probs
+    hidden, state, sequence, eos_rows, eos_hash, word_ngrams, bits, base, rows, bucket, inp, out, probs
 ):  # pragma: no cover - compiled
     """The end-of-line token, the word n-grams (``addWordNgrams``), the scaling, the softmax and each label's
     probability as ``predictLine`` gives it, into ``probs`` (left at 0 when fastText predicts nothing)."""
@@ -217,13 +219,13 @@ def _finish(
     m = state[1]
     sequence[m] = eos_hash
     m += 1
-    buckets = np.uint64(len(rows_of_bucket))
+    buckets = np.uint64(bucket)
     for i in range(m):
         h = np.uint64(sequence[i])  # int32 -> uint64, sign-extended, as fastText converts it
         j = i + 1
         while j < m and j < i + word_ngrams:
             h = h * NGRAM_MULTIPLIER + np.uint64(sequence[j])
-            row = rows_of_bucket[np.int64(h % buckets)]
+            row = bucket_row(bits, base, rows, np.int64(h % buckets))
             if row >= 0:
                 add_row(hidden, inp, row)
                 n += 1
