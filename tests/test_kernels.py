@@ -61,19 +61,21 @@ def test_a_leaf_reads_and_writes_what_it_is_handed_and_a_caller_with_the_runtime
 
 def test_compiled_code_is_cached_in_a_folder_named_for_every_file_that_compiles(tmp_path):
     """A kernel carries the helpers of other files compiled into it, and numba's own cache checks only the kernel's
-    file: the folder changes with any file that compiles something, not with the others."""
-    from datapipe.kernels.jit import compiled_sources_digest
+    file: the folder changes with any file that compiles something, not with the others. The stored tables'
+    folder (``sources_digest``) changes with any file."""
+    from datapipe.kernels.jit import _digests
 
     (tmp_path / "sub").mkdir()
     helper, caller, other = tmp_path / "sub" / "helper.py", tmp_path / "caller.py", tmp_path / "other.py"
     helper.write_text("@leaf\ndef f(a):\n    return a[0]\n")
     caller.write_text("@kernel\ndef g(a):\n    return f(a)\n")
     other.write_text("X = 1\n")
-    first = compiled_sources_digest.__wrapped__(tmp_path)
+    compiled, every = _digests.__wrapped__(tmp_path)
     other.write_text("X = 2\n")
-    assert compiled_sources_digest.__wrapped__(tmp_path) == first  # nothing compiled changed
+    assert _digests.__wrapped__(tmp_path)[0] == compiled  # nothing compiled changed
+    assert _digests.__wrapped__(tmp_path)[1] != every  # a table's builder may be in any file
     helper.write_text("@leaf\ndef f(a):\n    return a[1]\n")
-    assert compiled_sources_digest.__wrapped__(tmp_path) != first  # the caller's cache must not be reused
+    assert _digests.__wrapped__(tmp_path)[0] != compiled  # the caller's cache must not be reused
 
 
 def test_a_kernel_is_cached_there_and_other_libraries_numba_caches_are_left_alone():

@@ -24,6 +24,7 @@ import regex
 from datatrove.utils.text import PUNCTUATION
 
 from datapipe.kernels.jit import kernel
+from datapipe.kernels.tables import array_text, stored, text_array
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character
 
 # the separators that join two runs of digits into one number, in datatrove's NUMBERS_PATTERN
@@ -95,7 +96,14 @@ def _classes() -> tuple[np.ndarray, re.Pattern[str]]:
     """Each code point's part in the slow path's steps, read from the same definitions: ``str.isspace`` (what
     ``str.split`` splits on), ``PUNCTUATION`` (to a space), the ``regex`` module's ``\\p{Mn}`` (removed) and
     ``\\p{Nd}`` (ASCII digits are handled; any other digit takes the slow path); and a pattern for the characters
-    whose decomposition would change what the replacements do. Built once per process (~60 ms)."""
+    whose decomposition would change what the replacements do. ~60 ms to build: kept on disk
+    (:mod:`datapipe.kernels.tables`)."""
+    key = {"regex": regex.__version__, "punctuation": PUNCTUATION}  # datatrove's: a library's constant
+    got = stored("dedup-normalize", key, _build_classes)
+    return got["table"], re.compile(array_text(got["unsafe"]))
+
+
+def _build_classes() -> dict[str, np.ndarray]:
     every = every_character(_TABLE)
     table = np.zeros(_TABLE, dtype=np.uint8)
     table[[i for i, c in enumerate(every) if c.isspace() or c in PUNCTUATION]] = _SPACE
@@ -117,7 +125,7 @@ def _classes() -> tuple[np.ndarray, re.Pattern[str]]:
         and (d := unicodedata.normalize("NFD", c)) != c
         and not (plain(c) and all(map(plain, d)))
     ]
-    return table, re.compile("[" + re.escape("".join(unsafe)) + "]")
+    return {"table": table, "unsafe": text_array("[" + re.escape("".join(unsafe)) + "]")}
 
 
 @kernel

@@ -12,7 +12,7 @@ memo has no room for them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -39,12 +39,23 @@ class Interned:
         self.ids = np.zeros(ids, dtype=np.int32)
         self.counts = np.zeros(3, dtype=np.int64)
 
+    FIELDS = ("table", "hashes", "starts", "arena", "offsets", "ids", "counts")
+
     def copy(self) -> Interned:
         """An independent table with the same entries (a memo that grows from a vocabulary it must not write)."""
-        other = Interned.__new__(Interned)
-        for name in ("table", "hashes", "starts", "arena", "offsets", "ids", "counts"):
-            setattr(other, name, getattr(self, name).copy())
-        return other
+        return Interned.from_arrays({name: getattr(self, name).copy() for name in self.FIELDS})
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The table's arrays by name (to store it: :mod:`datapipe.kernels.tables`)."""
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Interned:
+        """The table whose arrays :meth:`arrays` gave (taken as they are, not copied)."""
+        table = cls.__new__(cls)
+        for name in cls.FIELDS:
+            setattr(table, name, arrays[name])
+        return table
 
     def reserve(self, tokens: int, arena: int, ids: int) -> None:
         """Room for this many more of each (the most one text of a given length can add)."""

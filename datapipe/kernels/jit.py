@@ -39,14 +39,27 @@ MARKS = (b"@kernel", b"@leaf")  # a file holding either compiles something
 
 
 @cache
-def compiled_sources_digest(root: Path = PACKAGE) -> str:
-    """A hash of every ``.py`` file under ``root`` that compiles something, with its path."""
-    digest = hashlib.sha256()
+def _digests(root: Path) -> tuple[str, str]:
+    """Hashes of the ``.py`` files under ``root`` that compile something, and of all of them, with their paths:
+    one read of the files for both (the second names the folder of :mod:`datapipe.kernels.tables`)."""
+    compiled, every = hashlib.sha256(), hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         data = path.read_bytes()
+        entry = str(path.relative_to(root)).encode() + b"\0" + data + b"\0"
+        every.update(entry)
         if any(mark in data for mark in MARKS):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + data + b"\0")
-    return digest.hexdigest()[:16]
+            compiled.update(entry)
+    return compiled.hexdigest()[:16], every.hexdigest()[:16]
+
+
+def compiled_sources_digest(root: Path = PACKAGE) -> str:
+    """A hash of every ``.py`` file under ``root`` that compiles something, with its path."""
+    return _digests(root)[0]
+
+
+def sources_digest(root: Path = PACKAGE) -> str:
+    """A hash of every ``.py`` file under ``root``, with its path."""
+    return _digests(root)[1]
 
 
 def cache_dir() -> str:

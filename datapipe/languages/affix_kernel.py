@@ -39,6 +39,7 @@ import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, fnv
 from datapipe.kernels.jit import leaf
+from datapipe.kernels.tables import stored
 from datapipe.kernels.utf8 import TABLE_END, every_character
 from datapipe.languages.affixes import top_level_pieces
 
@@ -191,10 +192,14 @@ class _Builder:
 
 @cache
 def letters() -> np.ndarray:
-    """Each code point below ``TABLE_END``: whether ``str.isalpha`` says it is a letter (built once a process:
-    the affix tier and the table of words read it)."""
-    chars = every_character(TABLE_END)
-    return np.fromiter(map(str.isalpha, chars), dtype=np.bool_, count=len(chars))
+    """Each code point below ``TABLE_END``: whether ``str.isalpha`` says it is a letter (the affix tier and the
+    table of words read it; kept on disk, :mod:`datapipe.kernels.tables`, as Python's version decides it)."""
+
+    def build() -> dict[str, np.ndarray]:
+        chars = every_character(TABLE_END)
+        return {"letters": np.fromiter(map(str.isalpha, chars), dtype=np.bool_, count=len(chars))}
+
+    return stored("letters", TABLE_END, build)["letters"]
 
 
 def _strings_table(strings: list[str]) -> tuple[Interned, np.ndarray]:
@@ -213,6 +218,70 @@ def _strings_table(strings: list[str]) -> tuple[Interned, np.ndarray]:
     return t, seen
 
 
+def _program(
+    searches: list[tuple[str, int]],
+    specials: frozenset[str],
+    patterns: dict[str, tuple[tuple[str, ...], ...]],
+) -> dict[str, np.ndarray]:
+    """:class:`AffixProgram`'s arrays for the prefix, suffix and infix patterns (source, flags), the special cases
+    and the patterns: 0.1 s of each worker's first filter shard, kept on disk (:mod:`datapipe.kernels.tables`)."""
+    b = _Builder()
+    bounds = [0]
+    for role, (source, flags) in zip((PREFIX, SUFFIX, INFIX), searches, strict=True):
+        pieces = top_level_pieces(source)
+        if pieces is None:
+            raise Unsupported("a pattern that is not an alternation of pieces")
+        for p in pieces:
+            b.piece(p, flags, role)
+        bounds.append(len(b.rows))
+    pieces_arr = np.ascontiguousarray(np.array(b.rows, dtype=np.int64).reshape(-1, 10))
+    cand_idx, cand_off = b.candidates(bounds)
+    chars = every_character(TABLE_END)
+    alpha = letters()
+    alnum = np.fromiter(map(str.isalnum, chars), dtype=np.bool_, count=len(chars))
+    sp, sp_seen = _strings_table(sorted(specials))
+    # the patterns' tokens as ids (their numbers in a table of the distinct strings), each pattern a run of ids,
+    # and for each id the patterns that start with it
+    words = sorted({w for seqs in patterns.values() for seq in seqs for w in seq})
+    keys, keys_seen = _strings_table(words)
+    number = {w: i for i, w in enumerate(words)}
+    seqs = [seq for _, group in sorted(patterns.items()) for seq in group]
+    pat_ids = np.array([number[w] for seq in seqs for w in seq] or [0], dtype=np.int64)
+    pat_off = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum([len(seq) for seq in seqs], out=pat_off[1:])
+    firsts = [number[seq[0]] for seq in seqs]
+    by_first = np.argsort(firsts, kind="stable").astype(np.int64) if seqs else np.zeros(0, np.int64)
+    first_off = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(firsts, minlength=len(words)), out=first_off[1:])
+    arrays = (
+        pieces_arr,
+        np.array(b.lb or [0], dtype=np.int64),
+        np.array(b.alt_off or [0], dtype=np.int64),
+        np.array(b.alt_len or [0], dtype=np.int64),
+        np.array(b.lits or [0], dtype=np.int64),
+        b.table(),
+        alpha,
+        alnum,
+        sp.table,
+        sp.hashes,
+        sp.starts,
+        sp.arena,
+        keys.table,
+        keys.hashes,
+        keys.starts,
+        keys.arena,
+        pat_ids,
+        pat_off,
+        by_first,
+        first_off,
+        cand_idx,
+        cand_off,
+        sp_seen,
+        keys_seen,
+    )
+    return {f"a{i:02d}": a for i, a in enumerate(arrays)}
+
+
 class AffixProgram:
     """English's affix patterns, special cases and pattern keys as the arrays :func:`affix_tokens` reads
     (``arrays``, one tuple: a compiled pass takes the program as one argument)."""
@@ -225,65 +294,19 @@ class AffixProgram:
         if tok.token_match is not None:
             raise Unsupported("a token_match")
         self.url_match = tok.url_match or re.compile("a^").match  # asked for a middle that holds a dot
-        b = _Builder()
-        bounds = [0]
-        for role, search in (
-            (PREFIX, tok.prefix_search),
-            (SUFFIX, tok.suffix_search),
-            (INFIX, tok.infix_finditer),
-        ):
+        searches = []
+        for search in (tok.prefix_search, tok.suffix_search, tok.infix_finditer):
             pattern = getattr(search, "__self__", None)
-            pieces = top_level_pieces(pattern.pattern) if isinstance(pattern, re.Pattern) else None
-            if pattern is None or pieces is None or pattern.flags & re.IGNORECASE:
+            if not isinstance(pattern, re.Pattern) or pattern.flags & re.IGNORECASE:
                 raise Unsupported("a pattern that is not an alternation of pieces")
-            for p in pieces:
-                b.piece(p, pattern.flags, role)
-            bounds.append(len(b.rows))
-        pieces_arr = np.ascontiguousarray(np.array(b.rows, dtype=np.int64).reshape(-1, 10))
-        cand_idx, cand_off = b.candidates(bounds)
-        chars = every_character(TABLE_END)
-        alpha = letters()
-        alnum = np.fromiter(map(str.isalnum, chars), dtype=np.bool_, count=len(chars))
-        sp, sp_seen = _strings_table(sorted(specials))
-        # the patterns' tokens as ids (their numbers in a table of the distinct strings), each pattern a run of ids,
-        # and for each id the patterns that start with it
-        words = sorted({w for seqs in patterns.values() for seq in seqs for w in seq})
-        keys, keys_seen = _strings_table(words)
-        number = {w: i for i, w in enumerate(words)}
-        seqs = [seq for _, group in sorted(patterns.items()) for seq in group]
-        pat_ids = np.array([number[w] for seq in seqs for w in seq] or [0], dtype=np.int64)
-        pat_off = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum([len(seq) for seq in seqs], out=pat_off[1:])
-        firsts = [number[seq[0]] for seq in seqs]
-        by_first = np.argsort(firsts, kind="stable").astype(np.int64) if seqs else np.zeros(0, np.int64)
-        first_off = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(firsts, minlength=len(words)), out=first_off[1:])
-        self.arrays = (
-            pieces_arr,
-            np.array(b.lb or [0], dtype=np.int64),
-            np.array(b.alt_off or [0], dtype=np.int64),
-            np.array(b.alt_len or [0], dtype=np.int64),
-            np.array(b.lits or [0], dtype=np.int64),
-            b.table(),
-            alpha,
-            alnum,
-            sp.table,
-            sp.hashes,
-            sp.starts,
-            sp.arena,
-            keys.table,
-            keys.hashes,
-            keys.starts,
-            keys.arena,
-            pat_ids,
-            pat_off,
-            by_first,
-            first_off,
-            cand_idx,
-            cand_off,
-            sp_seen,
-            keys_seen,
-        )
+            searches.append((pattern.pattern, int(pattern.flags)))
+        key = {
+            "searches": searches,
+            "specials": sorted(specials),
+            "patterns": {first: [list(seq) for seq in seqs] for first, seqs in sorted(patterns.items())},
+        }
+        got = stored("affix-program", key, lambda: _program(searches, specials, patterns))
+        self.arrays = tuple(got[f"a{i:02d}"] for i in range(len(got)))
 
     def split(self, chunks: list[str]) -> list[tuple[str, ...] | None]:
         """Each chunk's tokens by the compiled tier, or None for a chunk it declines (for tests and debugging;

@@ -38,6 +38,7 @@ import numpy as np
 
 from datapipe.kernels.interned import Interned, fill, find, fnv, gather, has_room, insert, scan_growing
 from datapipe.kernels.jit import kernel, leaf
+from datapipe.kernels.tables import stored
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
 
 OTHER, LETTER, NUMBER, SPACE, UNSURE = 0, 1, 2, 3, 4
@@ -52,9 +53,16 @@ MAX_CHARS = 1 << 20
 
 @cache
 def classes() -> np.ndarray:
-    """Each code point below ``TABLE_END``: OTHER, LETTER, NUMBER, SPACE, or UNSURE (see the module's docstring)."""
+    """Each code point below ``TABLE_END``: OTHER, LETTER, NUMBER, SPACE, or UNSURE (see the module's docstring);
+    built once per machine (:mod:`datapipe.kernels.tables`: 0.03 s of a worker's first text)."""
     import regex
 
+    return stored("gpt2-classes", {"regex": regex.__version__}, lambda: {"classes": _classes(regex)})[
+        "classes"
+    ]
+
+
+def _classes(regex: Any) -> np.ndarray:
     chars = every_character(TABLE_END)
     ours = np.zeros(TABLE_END, dtype=np.uint8)  # as the regex module reads them
     for kind, pattern in ((LETTER, r"\p{L}+"), (NUMBER, r"\p{N}+")):
@@ -137,35 +145,47 @@ def _pieces(
     return m, k
 
 
+def vocabulary_table(ranks: dict[bytes, int]) -> Interned:
+    """The vocabulary as an interning table: each entry's bytes, its one id (its rank)."""
+    entries = sorted(ranks, key=ranks.__getitem__)
+    vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, len(entries) + 1)
+    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
+    fill(
+        vocab.table,
+        vocab.hashes,
+        vocab.starts,
+        vocab.arena,
+        vocab.counts,
+        np.frombuffer(b"".join(entries), dtype=np.uint8),
+        lengths,
+    )
+    n = len(entries)
+    vocab.offsets[: n + 1] = np.arange(n + 1)
+    vocab.ids[:n] = np.fromiter((ranks[e] for e in entries), dtype=np.int32, count=n)
+    vocab.counts[2] = n
+    return vocab
+
+
 class PieceEncoder:
     """``encode(text)``: tiktoken's ids for ``text`` (``encode_ordinary``), or None for a text the compiled split
     does not take (the caller asks tiktoken)."""
 
     def __init__(
-        self, core: Any, ranks: dict[bytes, int], memo_pieces: int = MEMO_PIECES, max_chars: int = MAX_CHARS
+        self,
+        core: Any,
+        ranks: dict[bytes, int],
+        memo_pieces: int = MEMO_PIECES,
+        max_chars: int = MAX_CHARS,
+        vocab: Interned | None = None,
     ) -> None:
         """``core``: the tiktoken ``CoreBPE`` whose ``encode_single_piece`` gives a piece's ids; ``ranks``: its
-        vocabulary (each entry's bytes -> its id)."""
+        vocabulary (each entry's bytes -> its id); ``vocab``: :func:`vocabulary_table` of ``ranks``, when the
+        caller has it (it is only read)."""
         self.core = core
         self.memo_pieces = memo_pieces
         self.max_chars = max_chars
-        entries = sorted(ranks, key=ranks.__getitem__)
-        vocab = Interned(len(entries) + 1, sum(map(len, entries)) + 1, len(entries) + 1)
-        lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
-        fill(
-            vocab.table,
-            vocab.hashes,
-            vocab.starts,
-            vocab.arena,
-            vocab.counts,
-            np.frombuffer(b"".join(entries), dtype=np.uint8),
-            lengths,
-        )
-        n = len(entries)
-        vocab.offsets[: n + 1] = np.arange(n + 1)
-        vocab.ids[:n] = np.fromiter((ranks[e] for e in entries), dtype=np.int32, count=n)
-        vocab.counts[2] = n
-        self._vocab, self._vocab_size = vocab, n
+        vocab = vocabulary_table(ranks) if vocab is None else vocab
+        self._vocab, self._vocab_size = vocab, int(vocab.counts[0])
         self._memo = vocab.copy()  # the vocabulary itself is never written: the memo starts over from it
 
     def encode(self, text: str) -> np.ndarray | None:

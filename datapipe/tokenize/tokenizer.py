@@ -132,7 +132,7 @@ class LoadedTokenizer:
         """tiktoken for GPT-2's tokenizer (same ids, less CPU: :mod:`datapipe.tokenize.fast`), with the added
         tokens' literals whose texts it leaves to ``tokenizer``; built on first use (a launcher that only reads
         the identity never builds it)."""
-        return fast_encoder(self.tokenizer, is_gpt2=self.is_gpt2)
+        return fast_encoder(self.tokenizer, is_gpt2=self.is_gpt2, sha256=self.identity.sha256)
 
     def save(self, url: str) -> None:
         """Write the tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: a copy

@@ -1,0 +1,90 @@
+"""Tables that the compiled passes read, built once per machine and kept on disk beside the compiled code.
+
+Why: every worker process built the same tables before its first page of a stage, from the same inputs: English's
+affix patterns taken apart for the compiled tier and the Python searches (0.15 s: Python's regular-expression parser
+over spaCy's patterns, piece by piece), and GPT-2's vocabulary as the interning table the tokenizer's pass reads,
+with the pre-tokenizer's classes of every code point (0.09 s). Two workers did it twice in every build (e2e's:
+~0.5 CPU s of 14). Read back from here they take a few milliseconds.
+
+What a stored table may be trusted for: the ``key`` its caller gives (the inputs: the patterns, a tokenizer's hash,
+the libraries' versions that decide the result) and the contents of every ``.py`` file of datapipe, which name the
+folder as numba's cache is named (:func:`datapipe.kernels.jit.sources_digest`, read with the files that name
+numba's folder, in the process that declares the kernels: a worker inherits it): any change to datapipe's code
+starts a fresh folder. A file is written whole under another name and renamed; one that
+cannot be read is built again; a folder that cannot be written is not written (only time is lost). The folder is
+``DATAPIPE_TABLES_DIR`` when set, else ``__pycache__/tables-<hash>`` in the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import unicodedata
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from datapipe.kernels.jit import PACKAGE, sources_digest
+
+Arrays = dict[str, np.ndarray]
+
+
+def tables_dir() -> Path:
+    """Where tables are kept (see the module's docstring)."""
+    chosen = os.environ.get("DATAPIPE_TABLES_DIR")
+    return Path(chosen) if chosen else PACKAGE / "__pycache__" / f"tables-{sources_digest()}"
+
+
+def _file(name: str, key: Any) -> Path:
+    # Python's version decides its Unicode tables (str.isalpha, unicodedata) and the re parser's output
+    whole = json.dumps([key, sys.version, unicodedata.unidata_version, np.__version__], sort_keys=True)
+    return tables_dir() / f"{name}-{hashlib.sha256(whole.encode()).hexdigest()[:24]}.npz"
+
+
+def stored(name: str, key: Any, build: Callable[[], Arrays]) -> Arrays:
+    """``build()``'s arrays, read from the disk when they were built before for the same ``name`` and ``key`` (any
+    JSON value: everything but datapipe's code that decides the arrays) by the same code, else built and kept."""
+    path = _file(name, key)
+    got = _read(path)
+    if got is not None:
+        return got
+    arrays = build()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                save: Any = np.savez  # numpy's stub reads a name in **arrays as its allow_pickle flag
+                save(f, **arrays)
+            os.chmod(tmp, 0o644)  # as readable as the code beside it (mkstemp makes it the owner's alone)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+    return arrays
+
+
+def _read(path: Path) -> Arrays | None:
+    """The arrays of a stored file; None when there is none, or it cannot be read whole."""
+    try:
+        with np.load(path, allow_pickle=False) as got:
+            return {k: got[k] for k in got.files}
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile):
+        return None  # TypeError: a lone array (.npy), not a file of them
+
+
+def text_array(value: Any) -> np.ndarray:
+    """A JSON value as an array (for a table that is strings, not numbers)."""
+    return np.frombuffer(json.dumps(value).encode("utf-8"), dtype=np.uint8)
+
+
+def array_text(array: np.ndarray) -> Any:
+    """The JSON value :func:`text_array` stored."""
+    return json.loads(array.tobytes().decode("utf-8"))
