@@ -147,3 +147,26 @@ def test_stored_unicode_tables_of_dedup_and_the_line_filters_equal_fresh_ones(fo
         assert np.array_equal(table, fresh["table"]) and unsafe.pattern == tables.array_text(fresh["unsafe"])
         assert np.array_equal(refinedweb._char_table.__wrapped__(), refinedweb._build_char_table())
     assert len(list(folder.glob("*.npz"))) == 2
+
+
+def test_the_bundled_tokenizer_is_built_only_when_asked_for(folder):
+    """GPT-2's identity comes from the disk once stored (the same as from the built tokenizer); encoding ordinary
+    text on the stored tables never builds the tokenizer; a text holding the added token's literal does, and gets
+    its id; a wrong pin is refused whether or not the identity is stored."""
+    from datapipe.config.stages import TokenizerConfig
+    from datapipe.errors import DatapipeError
+    from datapipe.tokenize.gpt2 import build_gpt2
+    from datapipe.tokenize.tokenizer import _identity, load_tokenizer
+
+    cfg = TokenizerConfig(path="builtin:gpt2", add_bos=True)
+    for stored_before in (False, True):
+        loaded = load_tokenizer(cfg)
+        assert loaded.identity == _identity(cfg, build_gpt2())
+        assert loaded.encode_batch(["Hello world"]) == [[50256, 15496, 995, 50256]]
+        assert ("tokenizer" in loaded.__dict__) is not stored_before  # built only to store the tables
+    assert loaded.encode_batch(["a<|endoftext|>b"]) == [[50256, 64, 50256, 65, 50256]]
+    assert "tokenizer" in loaded.__dict__
+    pinned = TokenizerConfig(path="builtin:gpt2", sha256="0" * 64)
+    for _ in range(2):
+        with pytest.raises(DatapipeError, match="does not match tokenizer.sha256"):
+            load_tokenizer(pinned)

@@ -113,7 +113,7 @@ def _encoding(ranks: dict[bytes, int]) -> Any:
 
 
 def _stored_ranks(
-    tok: Tokenizer, is_gpt2: bool, sha256: str
+    tok: Tokenizer | Callable[[], Tokenizer], is_gpt2: bool, sha256: str
 ) -> tuple[dict[bytes, int], tuple[str, ...], Interned] | None:
     """:func:`gpt2_ranks` and the vocabulary's interning table (:func:`~datapipe.tokenize.pieces.vocabulary_table`)
     for the tokenizer whose serialized form hashes to ``sha256``, kept on disk (:mod:`datapipe.kernels.tables`):
@@ -121,7 +121,7 @@ def _stored_ranks(
     import tokenizers
 
     def build() -> dict[str, np.ndarray]:
-        found = gpt2_ranks(tok, is_gpt2)
+        found = gpt2_ranks(_made(tok), is_gpt2)
         if found is None:
             return {"gpt2": np.zeros(1, dtype=np.uint8)}
         ranks, literals = found
@@ -139,12 +139,17 @@ def _stored_ranks(
     return ranks, tuple(array_text(got["literals"])), vocab
 
 
+def _made(tok: Tokenizer | Callable[[], Tokenizer]) -> Tokenizer:
+    return tok if isinstance(tok, Tokenizer) else tok()
+
+
 def fast_encoder(
-    tok: Tokenizer, is_gpt2: bool = False, sha256: str | None = None
+    tok: Tokenizer | Callable[[], Tokenizer], is_gpt2: bool = False, sha256: str | None = None
 ) -> tuple[Encoder, tuple[str, ...]] | None:
     """``(encode, literals)`` when ``tok`` is GPT-2's tokenizer: ``encode(text)`` gives the ids ``tok`` gives for a
     text without any of ``literals`` (its added tokens), as a uint32 array; None for any other tokenizer.
-    ``sha256``: the hash of ``tok.to_str()`` (its identity's), under which its tables are kept on disk."""
+    ``sha256``: the hash of ``tok.to_str()`` (its identity's), under which its tables are kept on disk; ``tok``
+    may then be what makes the tokenizer, called only when the tables are not there."""
     vocab: Interned | None = None
     if sha256 is not None:
         got = _stored_ranks(tok, is_gpt2, sha256)
@@ -152,7 +157,7 @@ def fast_encoder(
             return None
         ranks, literals, vocab = got
     else:
-        found = gpt2_ranks(tok, is_gpt2)
+        found = gpt2_ranks(_made(tok), is_gpt2)
         if found is None:
             return None
         ranks, literals = found

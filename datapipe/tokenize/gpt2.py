@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 
@@ -20,6 +21,15 @@ def _gpt2_files() -> tuple[str, str]:
         )
     data = os.path.join(list(spec.submodule_search_locations)[0], "data")
     return os.path.join(data, "encoder.json"), os.path.join(data, "vocab.bpe")
+
+
+def gpt2_files_digest() -> str:
+    """A hash of the two files GPT-2's tokenizer is built from (a key for what is derived from it)."""
+    digest = hashlib.sha256()
+    for path in _gpt2_files():
+        with open(path, "rb") as f:
+            digest.update(f.read() + b"\0")
+    return digest.hexdigest()
 
 
 def build_gpt2() -> Tokenizer:
