@@ -93,8 +93,8 @@ def test_local_calls_are_fsspecs(tree: Path):
 def test_a_worker_that_reads_and_writes_local_files_imports_neither_fsspec_nor_scipy(tmp_path: Path):
     """A build's workers import their stack before their first task, on the build's critical path (the local
     engine's fork server: ``pipelines/local/preload.py``): that stack holds neither fsspec (local files go to
-    ``os``) nor ``scipy.linalg`` (numba's BLAS probe, hidden while its registries fill), and numba's BLAS still
-    loads when asked after."""
+    ``os``) nor ``scipy.linalg`` and cffi (numba's BLAS probe and cffi typing, hidden while its registries fill),
+    and numba's BLAS and cffi still load when asked after."""
     code = (
         "import sys\n"
         "import pipelines.local.preload\n"
@@ -106,10 +106,11 @@ def test_a_worker_that_reads_and_writes_local_files_imports_neither_fsspec_nor_s
         "assert [r['text'] for u in fs.glob(fs.join(d, 'out', 'part-*')) for r in read_records(u)] == ['a']\n"
         "assert fs.exists(d) and fs.isdir(d) and fs.size(fs.join(d, 'out', 'part-00000.jsonl.zst')) > 0\n"
         "fs.remove(fs.join(d, 'out'))\n"
-        "assert 'fsspec' not in sys.modules and 'scipy.linalg' not in sys.modules, 'imported'\n"
+        "assert not {'fsspec', 'scipy.linalg', 'cffi'} & set(sys.modules), 'imported'\n"
         "from numba.np.linalg import ensure_blas\n"
         "ensure_blas()\n"
-        "assert 'scipy.linalg' in sys.modules\n"
+        "import cffi\n"
+        "assert 'scipy.linalg' in sys.modules and cffi.FFI() is not None\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

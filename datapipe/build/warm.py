@@ -37,7 +37,7 @@ def warm_stack(modules: tuple[str, ...] = ()) -> None:
     # loads a compiled function: 0.2 s, which each worker spent in its first shard (the language-ID model's load)
     # while the parent, ready early, waited (2026-12-05). A numba without this method only costs the workers that
     # time again.
-    with contextlib.suppress(ImportError, AttributeError), _without(BLAS_PROBE):
+    with contextlib.suppress(ImportError, AttributeError), _without(BLAS_PROBE, CFFI):
         from numba.core.registry import cpu_target
 
         cpu_target.target_context.refresh()
@@ -49,17 +49,22 @@ def warm_stack(modules: tuple[str, ...] = ()) -> None:
 # loop; no datapipe kernel calls either. Hidden while the registries fill, so the flag says "its own loop"; every
 # other BLAS use (``np.dot``, ``np.linalg``) imports it when a kernel using it compiles, as before.
 BLAS_PROBE = "scipy.linalg.cython_blas"
+# numba's typing of cffi functions imports cffi and its C parser (pycparser) as the registries fill: 15 ms of the
+# fork server's preload (the start's critical path); no datapipe kernel calls a cffi function. Hidden the same way
+# (numba then types none; ``import cffi`` works as before after the block, for any library that uses it).
+CFFI = "cffi"
 
 
 @contextlib.contextmanager
-def _without(module: str) -> Iterator[None]:
-    """``import module`` fails inside the block (unless it is imported already); importable again after."""
-    if module in sys.modules:
-        yield
-        return
-    sys.modules[module] = None  # type: ignore[assignment]  # `import module` raises ImportError
+def _without(*modules: str) -> Iterator[None]:
+    """``import module`` fails inside the block for each of ``modules`` (unless imported already); importable
+    again after."""
+    hidden = [m for m in modules if m not in sys.modules]
+    for module in hidden:
+        sys.modules[module] = None  # type: ignore[assignment]  # `import module` raises ImportError
     try:
         yield
     finally:
-        if sys.modules.get(module, False) is None:
-            del sys.modules[module]
+        for module in hidden:
+            if sys.modules.get(module, False) is None:
+                del sys.modules[module]
