@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from unittest import mock
@@ -262,18 +263,23 @@ def test_stages_warm_up_without_writing(small_mixture, tmp_path):
 def test_the_filters_warm_up_loads_every_rule_not_only_the_first(small_mixture, tmp_path):
     """The warm-up text is removed by Gopher quality (too short); the rules after it load their own tables and
     kernels in the warm-up all the same (in a fresh interpreter: this one has loaded them for other tests)."""
-    code = (
-        "from datapipe.build.plan import check_inputs, make_stage, plan_mixture\n"
-        "from datapipe.config.mixture import load_mixture\n"
-        "from datapipe.filters import refinedweb, wordindex\n"
-        "from datapipe.tokenize.tokenizer import load_tokenizer\n"
-        f"m = load_mixture({str(small_mixture)!r}, output={str(tmp_path / 'out')!r})\n"
-        "sources = m.select(None)\n"
-        "plans = plan_mixture(m, sources, check_inputs(m, sources), load_tokenizer(m.tokenizer).identity.sha256)\n"
-        "(st,) = [st for st in plans[0].stages if st.stage == 'filter']\n"
-        "make_stage(m, plans[0], st).warm()\n"
-        "print(refinedweb._char_table.cache_info().currsize, len(wordindex._top_ngram.signatures),\n"
-        "      len(wordindex._duplicate_chars.signatures))\n"
+    code = textwrap.dedent(
+        f"""
+        from datapipe.build.plan import check_inputs, make_stage, plan_mixture
+        from datapipe.config.mixture import load_mixture
+        from datapipe.filters import refinedweb, wordindex
+        from datapipe.tokenize.tokenizer import load_tokenizer
+
+        m = load_mixture({str(small_mixture)!r}, output={str(tmp_path / "out")!r})
+        sources = m.select(None)
+        identity = load_tokenizer(m.tokenizer).identity
+        plans = plan_mixture(m, sources, check_inputs(m, sources), identity.sha256)
+        (st,) = [st for st in plans[0].stages if st.stage == "filter"]
+        make_stage(m, plans[0], st).warm()
+        loaded = [refinedweb._char_table.cache_info().currsize]
+        loaded += [len(k.signatures) for k in (wordindex._top_ngram, wordindex._duplicate_chars)]
+        print(*loaded)
+        """
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,16 +1,17 @@
 """Tables that the compiled passes read, built once per machine and kept on disk beside the compiled code.
 
 Why: every worker process built the same tables before its first page of a stage, from the same inputs: English's
-affix patterns taken apart for the compiled tier and the Python searches (0.15 s: Python's regular-expression parser
-over spaCy's patterns, piece by piece), and GPT-2's vocabulary as the interning table the tokenizer's pass reads,
-with the pre-tokenizer's classes of every code point (0.09 s). Two workers did it twice in every build (e2e's:
-~0.5 CPU s of 14). Read back from here they take a few milliseconds.
+affix patterns taken apart for the compiled tier and the Python searches (0.15 s: Python's regular-expression
+parser over spaCy's patterns, piece by piece), GPT-2's vocabulary as the interning table the tokenizer's pass reads
+and the pre-tokenizer's classes of every code point (0.09 s), GPT-2 itself to learn its identity (0.08 s), the
+line filters' and dedup's Unicode tables (0.04 and 0.06 s). Two workers did it all twice in every build (e2e's:
+~0.8 CPU s of 14-15). Read back from here they take a few milliseconds.
 
 What a stored table may be trusted for: the ``key`` its caller gives (the inputs: the patterns, a tokenizer's hash,
-the libraries' versions that decide the result) and the contents of every ``.py`` file of datapipe, which name the
-folder as numba's cache is named (:func:`datapipe.kernels.jit.sources_digest`, read with the files that name
-numba's folder, in the process that declares the kernels: a worker inherits it): any change to datapipe's code
-starts a fresh folder. A file is written whole under another name and renamed; one that
+the libraries' versions that decide the result), Python's and numpy's versions, and the contents of every ``.py``
+file of datapipe, which name the folder as numba's cache is named (:func:`datapipe.kernels.jit.sources_digest`,
+read with the files that name numba's folder, in the process that declares the kernels: a worker inherits it). Any
+change to datapipe's code starts a fresh folder. A file is written whole under another name and renamed; one that
 cannot be read is built again; a folder that cannot be written is not written (only time is lost). The folder is
 ``DATAPIPE_TABLES_DIR`` when set, else ``__pycache__/tables-<hash>`` in the package.
 """
