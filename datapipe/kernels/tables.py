@@ -22,8 +22,8 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import sys
-import tempfile
 import unicodedata
 import zipfile
 from collections.abc import Callable
@@ -59,12 +59,13 @@ def stored(name: str, key: Any, build: Callable[[], Arrays]) -> Arrays:
     arrays = build()
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # a name of this writer's own (two workers may store the same table at once), made as any file is: the
+        # umask decides who may read it, as for numba's cache beside it
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
+            with open(tmp, "xb") as f:
                 save: Any = np.savez  # numpy's stub reads a name in **arrays as its allow_pickle flag
                 save(f, **arrays)
-            os.chmod(tmp, 0o644)  # as readable as the code beside it (mkstemp makes it the owner's alone)
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
