@@ -19,7 +19,8 @@ seconds (user + sys) of everything it reaped, a figure less sensitive than wall 
 * datapipe: ``python -m pipelines.build_mixture --engine local --processes 2`` (``--engine beam``: Beam's DirectRunner,
   ``--direct_running_mode=multi_processing --direct_num_workers=2``, the same bytes) on a one-source mixture (warc, the default extractor (``--extract`` picks another), lid.176 en >= 0.65, ``refinedweb`` filters, exact + MinHash ``fineweb`` dedup, the
   bundled ``fixture_quality`` classifier trained beforehand, untimed, GPT-2), after an untimed warm-up build on
-  every 20th page (a fresh checkout's first build compiles numba's caches, ~10 s). Stage times come from its
+  every 20th page (a fresh checkout's first build compiles numba's caches, ~10 s) and with datapipe's modules
+  byte-compiled (:func:`byte_compile`: a wheel install, as datatrove's, is). Stage times come from its
   ``ran in`` lines.
 * datatrove 0.10 (``LocalPipelineExecutor``, 8 tasks, 2 workers, one executor per MinHash stage chained with
   ``depends=`` as its ``examples/minhash_deduplication.py`` does): ``WarcReader`` -> ``Trafilatura`` (its only
@@ -294,6 +295,19 @@ def run_wrapped(cmd: list[str], work: Path, name: str, marker: str, env: dict[st
         tail = "\n".join(res["log"].splitlines()[-40:])
         sys.exit(f"e2e: {' '.join(cmd)} failed with exit status {res['rc']} (log {log}):\n{tail}")
     return res
+
+
+def byte_compile() -> None:
+    """Write the bytecode of the project's own modules, untimed, as the warm-up build fills numba's caches. A wheel
+    install byte-compiles its package (datatrove's side is one); the editable install (``make venv``) leaves it to
+    the first import, which writes nothing where ``PYTHONDONTWRITEBYTECODE`` is set (this machine; many container
+    images): each of a build's processes then compiled datapipe's ~110 modules from source at every start, ~0.15 s
+    of the fork server's preload alone, on the build's critical path (2026-12-06). A module changed since is
+    compiled again; Python checks each file's time and size, as for any bytecode."""
+    import compileall
+
+    for package in ("datapipe", "pipelines"):
+        compileall.compile_dir(str(REPO / package), quiet=1)
 
 
 def child_env(work: Path) -> dict[str, str]:
@@ -814,8 +828,9 @@ def main() -> None:
         load_tokenizer(TokenizerConfig("builtin:gpt2")).tokenizer.save(tokenizer)
 
         # untimed warm-up build on a few pages: a fresh checkout's first build compiles numba's caches (~10 s on
-        # this machine), which would otherwise land in whichever timed run comes first
+        # this machine), which would otherwise land in whichever timed run comes first; the bytecode first
         t0 = time.perf_counter()
+        byte_compile()
         warm = work / "corpus-warmup"
         shutil.rmtree(warm, ignore_errors=True)
         build_corpus(warm, pages[::20], 1, shards=2)  # every 20th page: all languages and manuals

@@ -132,7 +132,8 @@ def main() -> None:
         e2e.build_corpus(corpus, chosen, 1, shards=2 if tag != "full" else e2e.SHARDS)
         e2e.write_mixture(mixture, corpus, model, 0.5, 5.0)
         cmd = command(str(mixture), str(out), *flags)
-        if tag == "warmup":  # numba's caches, as e2e.py does: not profiled
+        if tag == "warmup":  # the bytecode and numba's caches, as e2e.py does: not profiled
+            e2e.byte_compile()
             subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)
             continue
         raw = work / f"profile-{tag}.txt"

@@ -180,7 +180,8 @@ def build_series(work: Path, sizes: tuple[int, ...], engine: str = "beam") -> di
     model = e2e.train_classifier(work)
     warm = scale_corpus.build(work / "corpus-warmup", 1000)
     t0 = time.perf_counter()
-    # numba's caches, untimed
+    # the bytecode and numba's caches, untimed
+    e2e.byte_compile()
     e2e.run_datapipe(work / "corpus-warmup", work, "warmup", model, 0.5, 5.0, engine=engine)
     print(f"warm-up build ({warm['pages']:,} pages, untimed): {time.perf_counter() - t0:.0f} s", flush=True)
     runs = {}
