@@ -145,10 +145,20 @@ class LoadedTokenizer:
         asked for only to build them)."""
         return fast_encoder(lambda: self.tokenizer, is_gpt2=self.is_gpt2, sha256=self.identity.sha256)
 
+    def to_json(self) -> str:
+        """The tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: made when first
+        asked for and kept (a loaded tokenizer is not changed; a build asks before its stages run, see
+        :func:`datapipe.build.run.build`)."""
+        return self._json
+
+    @cached_property
+    def _json(self) -> str:
+        return self.tokenizer.to_str()
+
     def save(self, url: str) -> None:
-        """Write the tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: a copy
-        any reader can decode rows with, wherever the file the build was given went."""
-        fs.write_text_atomic(url, self.tokenizer.to_str())
+        """Write :meth:`to_json`: a copy any reader can decode rows with, wherever the file the build was given
+        went."""
+        fs.write_text_atomic(url, self.to_json())
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text with BOS/EOS added as configured (the tokenizer's own post-processor is not used)."""
