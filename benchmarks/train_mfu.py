@@ -9,12 +9,13 @@ CPU it is measured (a bf16 matmul), and ``--peak-tflops`` overrides it.
 
     .venv/bin/python benchmarks/train_mfu.py --preset tiny --devices 8 --mesh 2,2,2            # CPU
     python benchmarks/train_mfu.py --preset 1b --seq-len 4096 --batch 16 --mesh 1,-1,1 --steps 20  # one H200
+    python3 benchmarks/train_mfu.py --preset 150m --seq-len 4096 --batch 4 --mesh 1,-1,1 --steps 10  # one TPU v5e
 
 ``--data DIR`` keeps the token mixture in DIR (written there when DIR holds none), so a machine that lacks the
 HTML the corpus is built from (a GPU host) trains on the one built elsewhere. When the attention kernel is not the
-XLA reference (``--attention``; ``auto`` takes cuDNN's fused kernel on a GPU), the run first checks the kernel
-against the reference on the run's own shapes (output and gradients of one attention layer, relative error) and
-stops if they differ by more than bf16 rounding.
+XLA reference (``--attention``; ``auto`` takes cuDNN's fused kernel on a GPU, Pallas's splash kernel on a TPU),
+the run first checks the kernel against the reference on the run's own shapes (output and gradients of one
+attention layer, relative error) and stops if they differ by more than bf16 rounding.
 
 Last line: ``bench: train preset=P devices=D tokens_per_s=X mfu=Y``.
 """
@@ -43,7 +44,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--docs", type=int, default=3000)
     ap.add_argument("--remat", default=None, help="none | full | dots | dots_no_batch")
-    ap.add_argument("--attention", default=None, help="auto | xla | cudnn (the model's default: auto)")
+    ap.add_argument(
+        "--attention", default=None, help="auto | xla | cudnn | splash (the model's default: auto)"
+    )
     ap.add_argument("--data", help="keep the token mixture here (reused when present)")
     ap.add_argument("--peak-tflops", type=float)
     args = ap.parse_args()
@@ -78,7 +81,7 @@ def main() -> None:
             },
         )
         trainer = Trainer(cfg, peak_tflops=args.peak_tflops, verbose=False)
-        kernel = attention_kernel(trainer.model)
+        kernel = attention_kernel(trainer.model, seq_len=args.seq_len)
         if kernel != "xla":
             check_attention(trainer.model, args.seq_len)
         t0 = time.perf_counter()
@@ -164,7 +167,7 @@ def check_attention(cfg, seq_len: int, batch: int = 2, tolerance: float = 2e-2) 
         c = replace(cfg, attention=kernel)
 
         def f(x, lp):
-            out = _attention(x, lp, attention_mask(seg_j), positions, c, dtype)
+            out = _attention(x, lp, attention_mask(seg_j), positions, c, dtype, seg_j)
             return jnp.sum(out.astype(jnp.float32) * cot), out
 
         (_, out), grads = jax.jit(jax.value_and_grad(f, argnums=(0, 1), has_aux=True))(x, lp)
@@ -172,7 +175,8 @@ def check_attention(cfg, seq_len: int, batch: int = 2, tolerance: float = 2e-2) 
 
     names = ["output", "d_x", *(f"d_{k}" for k in lp)]
     worst = 0.0
-    for name, got, ref in zip(names, run(attention_kernel(cfg)), run("xla"), strict=True):
+    kernel = attention_kernel(cfg, seq_len=seq_len)
+    for name, got, ref in zip(names, run(kernel), run("xla"), strict=True):
         got32, ref32 = np.asarray(got, np.float32), np.asarray(ref, np.float32)
         err = float(np.linalg.norm(got32 - ref32) / max(np.linalg.norm(ref32), 1e-30))
         if not np.isfinite(got32).all():
@@ -180,9 +184,7 @@ def check_attention(cfg, seq_len: int, batch: int = 2, tolerance: float = 2e-2) 
         worst = max(worst, err)
         print(f"attention check {name}: relative error {err:.2e}")
     if worst > tolerance:
-        sys.exit(
-            f"error: the {attention_kernel(cfg)} attention kernel differs from the XLA reference ({worst:.2e})"
-        )
+        sys.exit(f"error: the {kernel} attention kernel differs from the XLA reference ({worst:.2e})")
 
 
 if __name__ == "__main__":

@@ -261,6 +261,54 @@ def test_the_fused_attention_call_has_the_einsum_paths_conventions():
     assert np.allclose(einsum, via_fused, atol=1e-4)
 
 
+def test_the_splash_kernel_gives_the_einsum_paths_losses_and_gradients_on_a_mesh():
+    """The TPU kernel (Pallas's splash attention, run here in Pallas's interpreter) against the einsum path: the same
+    head grouping, scaling, causal and per-document mask (padding included), on one device and under ``shard_map``
+    on a (2, 2, 2) mesh (batch over data and fsdp, heads over model); the loss and every parameter's gradient."""
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from datapipe.train import model as m
+    from datapipe.train.sharding import BATCH_AXES
+
+    cfg = replace(m.PRESETS["tiny"], n_heads=4, n_kv_heads=2, vocab_size=256, compute_dtype="float32")
+    rng = np.random.default_rng(2)
+    b, t = 4, 256
+    seg = np.repeat(np.array([[0, 1, 2, -1], [5, 6, 7, 8], [3, 3, 3, 3], [0, 0, 9, -1]]), t // 4, axis=1)
+    seg[0, 5:9] = 4  # a short document inside a block
+    batch = {
+        "input_ids": jnp.asarray(rng.integers(0, 256, (b, t)), jnp.int32),
+        "segment_ids": jnp.asarray(seg, jnp.int32),
+    }
+    params = m.init_params(cfg, jax.random.PRNGKey(0))
+    sharding = NamedSharding(
+        make_mesh({"data": 2, "fsdp": 2, "model": 2}), PartitionSpec(BATCH_AXES, None, None)
+    )
+
+    def loss_and_grads(kernel: str, activation_sharding=None):
+        c = replace(cfg, attention=kernel)
+        f = jax.jit(jax.value_and_grad(lambda p: m.loss_sums(p, batch, c, 0.0, activation_sharding)[0]))
+        return f(params)
+
+    ref_loss, ref_grads = loss_and_grads("xla")
+    for activation_sharding in (None, sharding):
+        loss, grads = loss_and_grads("splash", activation_sharding)
+        assert np.isclose(float(loss), float(ref_loss), rtol=1e-5)
+        pairs = zip(
+            jax.tree_util.tree_leaves_with_path(grads), jax.tree_util.tree_leaves(ref_grads), strict=True
+        )
+        for (path, got), want in pairs:
+            err = np.linalg.norm(np.asarray(got) - np.asarray(want)) / np.linalg.norm(np.asarray(want))
+            assert err < 1e-4, (jax.tree_util.keystr(path), err)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        m.forward(
+            params,
+            batch["input_ids"][:, :100],
+            batch["segment_ids"][:, :100],
+            replace(cfg, attention="splash"),
+        )
+
+
 def test_the_attention_kernel_is_chosen_by_device_and_shape():
     from datapipe.train.model import PRESETS, attention_kernel
 
@@ -271,6 +319,10 @@ def test_the_attention_kernel_is_chosen_by_device_and_shape():
     assert attention_kernel(replace(one_b, head_dim=256), backend="gpu") == "xla"
     assert attention_kernel(replace(one_b, attention="cudnn")) == "cudnn"
     assert attention_kernel(replace(one_b, attention="xla"), backend="gpu") == "xla"
+    assert attention_kernel(one_b, backend="tpu") == "splash"
+    assert attention_kernel(one_b, backend="tpu", seq_len=4096) == "splash"
+    assert attention_kernel(one_b, backend="tpu", seq_len=1000) == "xla"  # not a multiple of 128
+    assert attention_kernel(replace(one_b, attention="xla"), backend="tpu") == "xla"
     with pytest.raises(ValueError, match="attention must be one of"):
         attention_kernel(replace(one_b, attention="flash"))
 

@@ -19,6 +19,9 @@ import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 from jax.sharding import NamedSharding, PartitionSpec
 
+from datapipe.train.splash import splash_attention
+from datapipe.train.splash import supports as splash_supports
+
 Params = dict[str, Any]
 
 # logical axes of every parameter (the stacked layer axis first for layer weights)
@@ -67,7 +70,7 @@ class ModelConfig:
     norm_eps: float = 1e-5
     compute_dtype: str = "bfloat16"
     remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch | dots_attention
-    attention: str = "auto"  # auto | xla | cudnn: see attention_kernel
+    attention: str = "auto"  # auto | xla | cudnn | splash: see attention_kernel
     init_std: float = 0.02
     context_length: int = 0  # the context a model states (an imported one's); 0: the length it is trained on
 
@@ -200,21 +203,28 @@ def attention_mask(segment_ids: jax.Array) -> jax.Array:
     return (causal[None] & same)[:, None, None]
 
 
-ATTENTION_KERNELS = ("auto", "xla", "cudnn")
+ATTENTION_KERNELS = ("auto", "xla", "cudnn", "splash")
 
 
-def attention_kernel(cfg: ModelConfig, backend: str | None = None) -> str:
-    """The attention kernel a model runs with: ``xla`` (einsums, softmax in fp32: the reference, on any device) or
+def attention_kernel(cfg: ModelConfig, backend: str | None = None, seq_len: int | None = None) -> str:
+    """The attention kernel a model runs with: ``xla`` (einsums, softmax in fp32: the reference, on any device),
     ``cudnn`` (cuDNN's fused flash attention through ``jax.nn.dot_product_attention``: the [q, k] scores never reach
-    device memory). ``auto`` takes cuDNN on a GPU when the shapes are ones it fuses (bf16/fp16, head_dim a multiple
-    of 8 up to 128). Why it matters: at seq_len 4096 the XLA path writes and re-reads fp32 scores of
-    ``batch x heads x 4096^2`` per layer, which bounds the 1b preset's MFU on an H200 (docs/benchmarks.md)."""
+    device memory) or ``splash`` (Pallas's splash attention on a TPU, :mod:`datapipe.train.splash`). ``auto`` takes
+    cuDNN on a GPU when the shapes are ones it fuses (bf16/fp16, head_dim a multiple of 8 up to 128), and splash on
+    a TPU when ``seq_len`` (if given) is a multiple of 128. Why it matters: at seq_len 4096 the XLA path writes and
+    re-reads fp32 scores of ``batch x heads x 4096^2`` per layer, which bounds the 1b preset's MFU on an H200 and
+    the 150m preset's on a TPU v5e (docs/benchmarks.md)."""
     if cfg.attention not in ATTENTION_KERNELS:
         raise ValueError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {cfg.attention!r}")
     if cfg.attention != "auto":
         return cfg.attention
+    backend = backend or jax.default_backend()
     fusable = cfg.compute_dtype in ("bfloat16", "float16") and cfg.dh % 8 == 0 and cfg.dh <= 128
-    return "cudnn" if fusable and (backend or jax.default_backend()) == "gpu" else "xla"
+    if backend == "gpu" and fusable:
+        return "cudnn"
+    if backend == "tpu" and (seq_len is None or splash_supports(seq_len)):
+        return "splash"
+    return "xla"
 
 
 def fused_attention(q, k, v, mask, implementation: Literal["xla", "cudnn"]) -> jax.Array:
@@ -227,15 +237,21 @@ def fused_attention(q, k, v, mask, implementation: Literal["xla", "cudnn"]) -> j
     )
 
 
-def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype) -> jax.Array:
+def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None, mesh=None) -> jax.Array:
+    """``segment_ids`` and ``mesh``: what the splash kernel takes instead of ``mask`` (it runs per device)."""
     b, t, _ = x.shape
     q = jnp.einsum("btd,dhk->bthk", x, lp["wq"].astype(dtype))
     k = jnp.einsum("btd,dhk->bthk", x, lp["wk"].astype(dtype))
     v = jnp.einsum("btd,dhk->bthk", x, lp["wv"].astype(dtype))
     freqs = rope_frequencies(cfg)
     q, k = _rotary(q, positions, freqs), _rotary(k, positions, freqs)
-    if attention_kernel(cfg) == "cudnn":
+    kernel = attention_kernel(cfg, seq_len=t)
+    if kernel == "cudnn":
         out = fused_attention(q, k, v, mask, "cudnn")
+    elif kernel == "splash":
+        if segment_ids is None:
+            raise ValueError("the splash attention kernel needs the segment ids")
+        out = splash_attention(q, k, v, segment_ids, mesh)
     else:
         groups = cfg.n_heads // cfg.n_kv_heads
         q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
@@ -271,7 +287,8 @@ def forward(
 ) -> jax.Array:
     """Logits ``[batch, seq, vocab]`` in fp32. Positions restart at 0 in every segment."""
     dtype = jnp.dtype(cfg.compute_dtype)
-    mask = attention_mask(segment_ids)
+    mask = attention_mask(segment_ids)  # unused (and not computed) where the kernel is splash
+    mesh = None if activation_sharding is None else activation_sharding.mesh
     starts = jnp.concatenate(
         [jnp.ones_like(segment_ids[:, :1], bool), segment_ids[:, 1:] != segment_ids[:, :-1]], axis=1
     )
@@ -282,7 +299,8 @@ def forward(
         return h if activation_sharding is None else jax.lax.with_sharding_constraint(h, activation_sharding)
 
     def layer(h, lp):
-        h = h + _attention(_rms_norm(h, lp["attn_norm"], cfg.norm_eps), lp, mask, positions, cfg, dtype)
+        x = _rms_norm(h, lp["attn_norm"], cfg.norm_eps)
+        h = h + _attention(x, lp, mask, positions, cfg, dtype, segment_ids, mesh)
         h = h + _mlp(_rms_norm(h, lp["mlp_norm"], cfg.norm_eps), lp, dtype)
         return constrain(h), None
 
