@@ -8,9 +8,9 @@ the ``150m`` preset at seq_len 4096 ran at 0.22-0.24 MFU with it (docs/benchmark
 
 The kernel works on one device's block of heads (``[heads, seq, head_dim]``, vmapped over the batch), so on a mesh
 it runs under ``shard_map``: batch over (``data``, ``fsdp``), heads over ``model`` where the mesh axis divides both
-the query and the KV heads (as :mod:`datapipe.train.sharding` shards ``wq``/``wk``/``wv``), whole otherwise. On any
-other backend it runs in Pallas's interpreter, which is how the tests pin it to the reference on a CPU (slow: for
-tests only; :func:`datapipe.train.model.attention_kernel` never picks it there).
+the query and the KV heads (as :mod:`datapipe.train.sharding` shards ``wq``/``wk``/``wv``), whole otherwise. On a CPU it
+runs in Pallas's interpreter, which is how the tests pin it to the reference (slow: for tests only;
+:func:`datapipe.train.model.attention_kernel` never picks it there); a GPU is refused (its kernels are cuDNN's).
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ def splash_attention(
     t = q.shape[1]
     if not supports(t):
         raise ValueError(f"splash attention needs a sequence length that is a multiple of {LANES}, got {t}")
-    interpret = jax.default_backend() != "tpu"
+    backend = jax.default_backend()
+    if backend not in ("tpu", "cpu"):
+        raise ValueError(
+            f"splash attention is a TPU kernel (on a CPU it runs interpreted, for tests), not for {backend}"
+        )
+    interpret = backend != "tpu"
     q = q * np.asarray(1.0 / np.sqrt(q.shape[-1]), q.dtype)  # the kernel does not scale
     if mesh is None or mesh.devices.size == 1:
         return _local(q, k, v, segment_ids, interpret)
