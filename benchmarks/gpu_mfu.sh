@@ -16,13 +16,8 @@ fi
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.92}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -c "import jax; print('jax', jax.__version__, jax.devices())"
-run() {  # NAME ARGS...
-  local name=$1; shift
-  echo "== $name: $*"
-  timeout "$LIMIT" python3 benchmarks/train_mfu.py --data "$DATA" --preset "${PRESET:-1b}" --seq-len 4096 --mesh 1,-1,1 "$@" \
-    >"$OUT/$name.log" 2>&1
-  echo "exit $?"; grep -E "attention check|params|steps in|bench:|rror" "$OUT/$name.log" | tail -12
-}
+PRESET=${PRESET:-1b}
+source "$(dirname "$0")/mfu_run.sh"
 for v in ${VARIANTS:-cudnn attn_saved xla}; do
   case $v in
     auto) run auto --batch 16 --steps 20 ;;

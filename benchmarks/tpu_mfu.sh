@@ -19,15 +19,8 @@ if [ -n "${INDEX:-}" ]; then
   export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site
 fi
 python3 -c "import jax; print('jax', jax.__version__, jax.devices()[0].device_kind, 'x', jax.device_count())"
-run() {  # NAME ARGS...
-  local name=$1; shift
-  echo "== $name: $*"
-  timeout "$LIMIT" python3 benchmarks/train_mfu.py --data "$DATA" --preset "$PRESET" --seq-len 4096 --mesh 1,-1,1 "$@" \
-    >"$OUT/$name.log" 2>&1
-  echo "exit $?"; grep -E "attention check|params|steps in|bench:|RESOURCE_EXHAUSTED|rror" "$OUT/$name.log" | cut -c1-300 | tail -12
-  sleep 3  # the chip can refuse a program started just after another ended
-}
-for v in ${VARIANTS:-auto_b4 auto_b8 auto_b16 attn_b8 xla_b4}; do
+source "$(dirname "$0")/mfu_run.sh"
+for v in ${VARIANTS:-auto_b4 attn_b4 full_b8 xla_b4}; do  # batch 8 without full remat runs out of HBM
   case $v in
     auto_b4) run auto_b4 --batch 4 --steps 10 ;;
     auto_b8) run auto_b8 --batch 8 --steps 10 ;;
