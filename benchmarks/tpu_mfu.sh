@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The trainer's MFU on one TPU host, as one prepared run (docs/benchmarks.md, "train_mfu on a TPU v5e").
+# The trainer's MFU on one TPU host, as one prepared run (docs/benchmarks.md, "`150m` at seq_len 4096 on one TPU v5e").
 # The host has JAX but no network: the token mixture comes built (benchmarks/train_mfu.py --data DIR, written on a
 # machine with the corpus), and the trainer's other imports install from a local package index (INDEX, a PEP 503
 # folder) into /tmp/site, appended to PYTHONPATH so that the host's own JAX stays first.
