@@ -237,8 +237,9 @@ def fused_attention(q, k, v, mask, implementation: Literal["xla", "cudnn"]) -> j
     )
 
 
-def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None, mesh=None) -> jax.Array:
-    """``segment_ids`` and ``mesh``: what the splash kernel takes instead of ``mask`` (it runs per device)."""
+def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None, sharding=None) -> jax.Array:
+    """``segment_ids`` and ``sharding`` (the activations'): what the splash kernel takes instead of ``mask`` (it
+    runs per device)."""
     b, t, _ = x.shape
     q = jnp.einsum("btd,dhk->bthk", x, lp["wq"].astype(dtype))
     k = jnp.einsum("btd,dhk->bthk", x, lp["wk"].astype(dtype))
@@ -251,7 +252,7 @@ def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None
     elif kernel == "splash":
         if segment_ids is None:
             raise ValueError("the splash attention kernel needs the segment ids")
-        out = splash_attention(q, k, v, segment_ids, mesh)
+        out = splash_attention(q, k, v, segment_ids, sharding)
     else:
         groups = cfg.n_heads // cfg.n_kv_heads
         q = q.reshape(b, t, cfg.n_kv_heads, groups, cfg.dh)
@@ -287,8 +288,7 @@ def forward(
 ) -> jax.Array:
     """Logits ``[batch, seq, vocab]`` in fp32. Positions restart at 0 in every segment."""
     dtype = jnp.dtype(cfg.compute_dtype)
-    mask = attention_mask(segment_ids)  # unused (and not computed) where the kernel is splash
-    mesh = None if activation_sharding is None else activation_sharding.mesh
+    mask = attention_mask(segment_ids)  # unused where the kernel is splash (XLA drops it)
     starts = jnp.concatenate(
         [jnp.ones_like(segment_ids[:, :1], bool), segment_ids[:, 1:] != segment_ids[:, :-1]], axis=1
     )
@@ -300,7 +300,7 @@ def forward(
 
     def layer(h, lp):
         x = _rms_norm(h, lp["attn_norm"], cfg.norm_eps)
-        h = h + _attention(x, lp, mask, positions, cfg, dtype, segment_ids, mesh)
+        h = h + _attention(x, lp, mask, positions, cfg, dtype, segment_ids, activation_sharding)
         h = h + _mlp(_rms_norm(h, lp["mlp_norm"], cfg.norm_eps), lp, dtype)
         return constrain(h), None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 LANES = 128  # the kernel's block sizes are multiples of the TPU's 128 lanes
 BLOCKS = (512, 256, 128)  # the largest that divides seq_len is taken (MaxText's default is 512)
@@ -29,13 +29,13 @@ def supports(seq_len: int) -> bool:
     return seq_len % LANES == 0
 
 
-def splash_attention(
-    q, k, v, segment_ids, mesh: Mesh | None = None, batch_axes=("data", "fsdp")
-) -> jax.Array:  # batch_axes: datapipe.train.sharding.BATCH_AXES, which imports the model, which imports this
+def splash_attention(q, k, v, segment_ids, sharding: NamedSharding | None = None) -> jax.Array:
     """``softmax(q k^T / sqrt(head_dim)) v`` within each document, causal: ``q [batch, seq, heads, head_dim]``,
     ``k``/``v`` ``[batch, seq, kv_heads, head_dim]`` (grouped heads as the einsum path groups them: query head
     ``i`` reads KV head ``i // (heads / kv_heads)``), ``segment_ids [batch, seq]`` (padding, -1, sees earlier
-    padding, as :func:`datapipe.train.model.attention_mask` says). Returns ``[batch, seq, heads, head_dim]``."""
+    padding, as :func:`datapipe.train.model.attention_mask` says). Returns ``[batch, seq, heads, head_dim]``.
+    ``sharding``: the activations' (the trainer's ``[batch, seq, d_model]`` sharding): its mesh, and the mesh axes
+    its first dimension, the batch, is split over."""
     t = q.shape[1]
     if not supports(t):
         raise ValueError(f"splash attention needs a sequence length that is a multiple of {LANES}, got {t}")
@@ -46,15 +46,16 @@ def splash_attention(
         )
     interpret = backend != "tpu"
     q = q * np.asarray(1.0 / np.sqrt(q.shape[-1]), q.dtype)  # the kernel does not scale
-    if mesh is None or mesh.devices.size == 1:
+    if sharding is None or sharding.mesh.devices.size == 1:
         return _local(q, k, v, segment_ids, interpret)
+    mesh, batch = sharding.mesh, sharding.spec[0]
     model = mesh.shape.get("model", 1)
     heads = "model" if model > 1 and q.shape[2] % model == 0 and k.shape[2] % model == 0 else None
-    qkv = PartitionSpec(batch_axes, None, heads, None)
+    qkv = PartitionSpec(batch, None, heads, None)
     return jax.shard_map(
         lambda q, k, v, s: _local(q, k, v, s, interpret),
         mesh=mesh,
-        in_specs=(qkv, qkv, qkv, PartitionSpec(batch_axes, None)),
+        in_specs=(qkv, qkv, qkv, PartitionSpec(batch, None)),
         out_specs=qkv,
         check_vma=False,
     )(q, k, v, segment_ids)
