@@ -66,7 +66,7 @@ lint: $(STAMP)
 # modules the benchmarks import (corpora, planted keys), not benchmarks themselves; and slurm_scale.py, which
 # needs root to install Slurm and an hour for its 10^6 pages, and gpu_scorer.py, which needs a GPU (run them by hand:
 # docs/benchmarks.md)
-BENCH_HELPERS = corpus.py|debian_pages.py|fineweb2_peer.py|lo_help.py|planted.py|scale_corpus.py|slurm_scale.py|gpu_scorer.py
+BENCH_HELPERS = corpus.py|wcxb_data.py|debian_pages.py|fineweb2_peer.py|lo_help.py|planted.py|scale_corpus.py|slurm_scale.py|gpu_scorer.py
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do \
