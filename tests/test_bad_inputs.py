@@ -160,7 +160,9 @@ def test_truncated_crawl_keeps_every_page_before_the_cut(built):
             for r in ArchiveIterator(f, record_types=WarcRecordType.response, parse_http=True)
         ]
     extractor = HtmlExtractor()
-    expected = [(url, extractor((html, cs))) for url, html, cs in whole[: planted["complete_html_responses"]]]
+    expected = [
+        (url, extractor((html, cs, url))) for url, html, cs in whole[: planted["complete_html_responses"]]
+    ]  # with its URL, as the stage extracts it (the learned extractor reads the URL to tell the page's type)
     assert [(d["metadata"]["url"], d["text"]) for d in kept(out, "warc", name)] == expected
     tally("bad_inputs", 1)
     tally("crashes", 0)
@@ -214,7 +216,7 @@ def test_misdeclared_charsets_give_the_original_text(built, name):
     docs = {d["metadata"]["url"]: d["text"] for d in kept(out, "warc", name)}
     assert shard_stats(out, "warc", name)["removed"] == {}
     for page in pages:
-        expected = normalize_spaces(extractor((originals[page["url"]], "utf-8")))
+        expected = normalize_spaces(extractor((originals[page["url"]], "utf-8", page["url"])))
         assert docs[page["url"]] == expected, (page["bytes"], page["declared"])
     tally("bad_inputs", len(pages))
     tally("crashes", 0)

@@ -443,24 +443,24 @@ def _extracted(out: Path) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
 
 
 def test_pages_past_their_limit_are_removed_and_the_rest_is_as_without_a_limit(tmp_path):
-    """Real pages (the IANA crawl's 16: one takes 10 ms to extract here, two 2-3 ms, the rest under 0.5 ms) under a
-    1 ms limit: those stopped are removed as ``extract/timeout`` with the sandbox's note, one build log line each,
+    """Real pages (the IANA crawl's 16: with the learned extractor one takes 27 ms to extract here, two 7-8 ms, the
+    rest 1-1.5 ms) under a 5 ms limit: those stopped are removed as ``extract/timeout`` with the sandbox's note, one build log line each,
     and every other page is extracted as it is with no limit; nothing is lost. One process: the launcher has a core
     to watch it with."""
     outs = {}
-    for limit in (60, 0.001):
+    for limit in (60, 0.005):
         mixture = write_mixture(tmp_path, PAGES_MIXTURE.format(root=CORPORA, limit=limit), f"m{limit}.yaml")
         outs[limit] = tmp_path / f"out-{limit}"
         proc = run_build(*local(mixture, outs[limit], "--processes", "1")[3:])
         assert proc.returncode == 0, proc.stderr[-3000:]
-    (free, free_removed), (limited, removed) = _extracted(outs[60]), _extracted(outs[0.001])
+    (free, free_removed), (limited, removed) = _extracted(outs[60]), _extracted(outs[0.005])
     timeouts = {i for i, (reason, _) in removed.items() if reason == "extract/timeout"}
-    assert timeouts and all(removed[i] == ("extract/timeout", "> 0.001 s") for i in timeouts)
+    assert timeouts and all(removed[i] == ("extract/timeout", "> 0.005 s") for i in timeouts)
     assert len(free) + len(free_removed) == 16 and len(timeouts) < 16
     assert {i: t for i, t in free.items() if i not in timeouts} == limited
     assert {i: r for i, r in removed.items() if i not in timeouts} == free_removed
-    [log] = (outs[0.001] / "_logs").glob("*.log")
-    assert len(re.findall(r"item \d+ ran past its 0.001 s", log.read_text())) == len(timeouts)
+    [log] = (outs[0.005] / "_logs").glob("*.log")
+    assert len(re.findall(r"item \d+ ran past its 0.005 s", log.read_text())) == len(timeouts)
 
 
 def test_bad_flags_are_one_line_errors(small_mixture, tmp_path):

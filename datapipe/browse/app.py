@@ -162,6 +162,7 @@ def create_app(
     funnels = _funnels(chains)
     reasons = sorted({r for rows in funnels.values() for s in rows for r, _ in s["removed"]})
     languages = q.languages()
+    page_types = q.page_types()
     base = {"name": manifest["name"], "output": output}
     # sources deduplicated against earlier builds: a kept copy they name may be one of those builds' documents
     against = {
@@ -176,7 +177,7 @@ def create_app(
         return page(request, "home.html", funnels=funnels)
 
     sources = sorted(chains)
-    choices = {"source": sources, "reason": reasons, "language": languages}
+    choices = {"source": sources, "reason": reasons, "language": languages, "page_type": page_types}
 
     def docs(request: Any) -> Any:
         params = request.query_params
@@ -190,6 +191,7 @@ def create_app(
             "sources": sources,
             "reasons": reasons,
             "languages": languages,
+            "page_types": page_types,
             "error": "; ".join(problems) if problems else None,
         }
         if problems:  # a view that is not the one asked for would mislead: none, and the line that says why

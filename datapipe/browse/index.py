@@ -6,7 +6,8 @@ whose text contains W" without reading every part, so ``datapipe browse`` first 
 columnar index that does: ``source``, ``step`` (the stage's place in its source's chain), ``stage``, ``shard``,
 ``index`` (position in the stage's input shard), ``id``, ``ref``, ``url``, ``outcome`` (``kept`` / ``removed``),
 ``reason``, ``evidence``, ``measure``, ``value``, ``threshold``, ``related``, ``language``, ``language_score``,
-``quality`` (the selected classifier's score, else the first), ``chars`` and ``text``.
+``page_type`` (datapipe's learned extractor's), ``quality`` (the selected classifier's score, else the first),
+``chars`` and ``text``.
 
 Some columns are filled from what the stage recorded elsewhere than in a removal's row: a MinHash duplicate's
 ``threshold`` is the one its dedup stage ran with (``stage.json``'s ``minhash.threshold``; the row holds the
@@ -41,7 +42,7 @@ from datapipe.runtime.decisions import SUFFIX as REMOVED_SUFFIX
 
 ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
 # what an index file's columns hold; a file of another version (or none: before versions) is rewritten
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 VERSION_KEY = b"datapipe.browse.index"
 MINHASH = "dedup/minhash"  # the dedup stage's reason for a MinHash duplicate (the browser imports no stage)
 ENSEMBLE = "ensemble"  # the name a quality stage selects its ensemble's combined bucket by
@@ -57,7 +58,8 @@ def schema() -> Any:
         [("source", pa.string()), ("step", pa.int32()), ("stage", pa.string()), ("shard", pa.int32())]
         + [removed.field("index"), ("outcome", pa.string())]
         + [removed.field(n) for n in removed.names if n != "index"]
-        + [("language", pa.string()), ("language_score", pa.float64()), ("quality", pa.float64())]
+        + [("language", pa.string()), ("language_score", pa.float64()), ("page_type", pa.string())]
+        + [("quality", pa.float64())]
         + [("text", pa.string())],
         metadata={VERSION_KEY: INDEX_VERSION.encode()},
     )
@@ -186,6 +188,14 @@ def _removed_quality(row: dict[str, Any], select: str | None) -> float | None:
     return float(row["value"]) if select is None or measure == f"quality/{select}" else None
 
 
+def _removed_page_type(row: dict[str, Any]) -> str | None:
+    """The type of a page the extract stage removed for it: its evidence reads ``page_type=product (...)``."""
+    if row.get("measure") != "page_type":
+        return None
+    shown = str(row.get("evidence") or "").partition("=")[2]
+    return shown.split(" ", 1)[0] or None
+
+
 def shard_rows(
     rec: StageRecord, step: int, shard: int, previous: StageRecord | None, select: str | None
 ) -> Iterator[dict[str, Any]]:
@@ -214,6 +224,7 @@ def shard_rows(
                     "evidence": _quality_evidence(meta) if rec.stage == "quality" else None,
                     "language": meta.get("language"),
                     "language_score": meta.get("language_score"),
+                    "page_type": meta.get("page_type"),
                     "quality": _quality(meta, select),
                     "chars": len(text),
                     "text": text,
@@ -239,6 +250,7 @@ def shard_rows(
                     ),
                     "language": meta.get("language") if same else None,
                     "language_score": meta.get("language_score") if same else None,
+                    "page_type": meta.get("page_type") if same else _removed_page_type(r),
                     "quality": quality if quality is not None else _removed_quality(r, select),
                     "text": str(before.get("text") or "") if same and before is not None else None,
                 },

@@ -24,7 +24,7 @@ OUTCOMES = ("kept", "removed")
 SNIPPET = 240
 LIST_COLUMNS = (
     "source, step, stage, shard, index, id, ref, url, outcome, reason, evidence, measure, value, threshold, related, "
-    "language, language_score, quality, chars"
+    "language, language_score, page_type, quality, chars"
 )
 
 
@@ -37,6 +37,7 @@ class Filters:
     outcome: str | None = None  # kept | removed
     reason: str | None = None
     language: str | None = None
+    page_type: str | None = None
     quality_min: float | None = None
     quality_max: float | None = None
     value_min: float | None = None
@@ -130,7 +131,12 @@ def _from(files: list[str]) -> str:
 def _where(f: Filters) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
-    for column, value in (("outcome", f.outcome), ("reason", f.reason), ("language", f.language)):
+    for column, value in (
+        ("outcome", f.outcome),
+        ("reason", f.reason),
+        ("language", f.language),
+        ("page_type", f.page_type),
+    ):
         if value:
             clauses.append(f"{column} = ?")
             args.append(value)
@@ -192,10 +198,16 @@ class Queries:
         return int(self._cursor().execute(f"SELECT count(*) FROM {_from(files)}{where}", args).fetchone()[0])
 
     def languages(self) -> list[str]:
+        return self._distinct("language")
+
+    def page_types(self) -> list[str]:
+        return self._distinct("page_type")
+
+    def _distinct(self, column: str) -> list[str]:
         files = _files(self.stages, None, None)
         if not files:
             return []
-        sql = f"SELECT DISTINCT language FROM {_from(files)} WHERE language IS NOT NULL ORDER BY 1"
+        sql = f"SELECT DISTINCT {column} FROM {_from(files)} WHERE {column} IS NOT NULL ORDER BY 1"
         return [r[0] for r in self._cursor().execute(sql).fetchall()]
 
     def document(self, source: str, ref: str) -> list[dict[str, Any]]:

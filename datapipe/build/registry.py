@@ -129,8 +129,21 @@ def _dedup_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: s
     return doc
 
 
+def _extract_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any]:
+    """The extract stage's config, and when datapipe's learned extractor runs, its shipped models' digests: models
+    trained again decide other blocks, so the stage's output is another version."""
+    doc = src.reader_config()
+    ex = doc.get("extract")
+    if ex is not None and ex.get("method") == "datapipe" and ex.get("learned"):
+        from datapipe.extract.model import shipped
+
+        models = shipped()
+        doc["extract"] = {**ex, "models": [models.blocks.digest, models.page_types.digest]}
+    return doc
+
+
 STAGES: tuple[StageKind, ...] = (
-    StageKind("extract", lambda m, s, t: s.reader_config(), _extract),
+    StageKind("extract", _extract_config, _extract),
     StageKind(
         "filter", _config_of("filters"), _document_stage("datapipe.filters.stage:FilterStage", "filters")
     ),

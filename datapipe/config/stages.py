@@ -43,7 +43,12 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "preset": ("trafilatura",),
     "markdown": ("datapipe",),
     "title": ("datapipe",),
+    "learned": ("datapipe",),
+    "page_types": ("datapipe",),
 }
+# the page types datapipe's learned extractor tells apart (datapipe.extract.pagetype.PAGE_TYPES; config is a leaf
+# and names them itself: tests/test_extract_learned.py holds the two lists equal)
+PAGE_TYPES = ("article", "documentation", "service", "forum", "collection", "listing", "product")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,20 @@ class ExtractConfig:
     normalize_spaces: bool = True  # Unicode spaces -> ASCII in JSONL/Parquet text (always in extracted text)
     # a larger JSONL line, Parquet text value or WET record is removed as read/too_large
     max_record_bytes: int = MAX_RECORD_BYTES
+    # datapipe only: the block model chooses the text over the rules' verdicts (and tells the page's type); False:
+    # the rules alone
+    learned: bool = True
+    # datapipe only: keep only pages of these types ({"keep": [...]}) or drop pages of these ({"drop": [...]});
+    # a page removed so is counted as extract/page_type. Stored as (("keep"|"drop", (type, ...)),) or ()
+    page_types: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def page_type_kept(self, page_type: str | None) -> bool:
+        """Whether a page of ``page_type`` stays under :attr:`page_types` (always, without a rule)."""
+        for how, types in self.page_types:
+            if how == "keep":
+                return page_type in types
+            return page_type not in types
+        return True
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], file: str, where: str) -> ExtractConfig:
@@ -68,6 +87,15 @@ class ExtractConfig:
         is an error naming both: it was ignored without a word (a recipe's ``main_content: false`` did nothing
         once the default method changed, and its noisy negatives became main-content text)."""
         method = doc.get("method", cls.method)
+        doc = dict(doc)
+        if "page_types" in doc:
+            doc["page_types"] = _page_types(doc["page_types"], file, f"{where}.page_types")
+            if doc.get("learned") is False:
+                raise ConfigError(
+                    file,
+                    f"{where}.page_types",
+                    "page types are told by the learned extractor: remove learned: false",
+                )
         for key in doc:
             methods = METHOD_OPTIONS.get(key)
             if methods is not None and method not in methods:
@@ -87,7 +115,29 @@ class ExtractConfig:
         # datapipe's text left its headline out when the title became metadata: its extract stages change hash
         if self.method != "datapipe":
             del out["title"]
+            del out["learned"]
+        if not self.page_types:
+            del out["page_types"]
+        else:
+            out["page_types"] = {how: list(types) for how, types in self.page_types}
         return out
+
+
+def _page_types(value: Any, file: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{keep: [...]}`` or ``{drop: [...]}``, each type one of :data:`PAGE_TYPES`."""
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in ("keep", "drop"):
+        raise ConfigError(file, where, "expected {keep: [types]} or {drop: [types]}")
+    how, types = next(iter(value.items()))
+    if not isinstance(types, list) or not types:
+        raise ConfigError(
+            file, f"{where}.{how}", f"expected a list of page types out of {', '.join(PAGE_TYPES)}"
+        )
+    for t in types:
+        if t not in PAGE_TYPES:
+            raise ConfigError(
+                file, f"{where}.{how}", f"unknown page type {t!r}; expected one of {', '.join(PAGE_TYPES)}"
+            )
+    return ((how, tuple(types)),)
 
 
 @dataclass(frozen=True)

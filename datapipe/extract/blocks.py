@@ -48,6 +48,12 @@ class Block:
     text: str
     link_chars: int
     chars: int
+    mask: int = (
+        0  # the groups of tags and names around it (:mod:`datapipe.extract.signals`), for the block model
+    )
+    # the numbers of its four innermost structural elements (numbered as the walk opened them), innermost last, -1
+    # for a level it does not have: which blocks share a parent, a grandparent, ... (the block model's regions)
+    path: tuple[int, ...] = (-1, -1, -1, -1)
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "treewalk.pyx"
+SCORING = HERE / "scoring.pyx"  # the learned extractor's block statistics and trees (no lexbor needed)
 HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
 
 
@@ -51,19 +52,28 @@ def fetch_headers(release: str, into: Path) -> Path:
     return root
 
 
-def build(headers: Path, release: str) -> Path:
-    """Compile ``treewalk.pyx`` in place (next to this file); returns the extension module's path."""
+def build(headers: Path, release: str) -> list[Path]:
+    """Compile ``treewalk.pyx`` (against lexbor's headers) and ``scoring.pyx`` (against numpy's) in place, next to
+    this file; returns the extension modules' paths."""
+    import numpy
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
-    ext = Extension(
+    walk = Extension(
         "datapipe.extract.treewalk",
         [str(SOURCE)],
         include_dirs=[str(headers)],
         define_macros=[("DATAPIPE_SELECTOLAX", f'"{release}"')],
         extra_compile_args=["-O2"],
     )
-    dist = Distribution({"ext_modules": cythonize([ext], quiet=True, language_level=3)})
+    scoring = Extension(
+        "datapipe.extract.scoring",
+        [str(SCORING)],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O2"],
+    )
+    dist = Distribution({"ext_modules": cythonize([walk, scoring], quiet=True, language_level=3)})
     cmd = dist.get_command_obj("build_ext")
     cmd.inplace = True
     # never link an object file that another build (of another checkout) left in the shared temporary folder
@@ -72,8 +82,7 @@ def build(headers: Path, release: str) -> Path:
     cmd.build_lib = str(headers.parent / "lib")
     dist.package_dir = {"datapipe": str(HERE.parent)}
     dist.run_command("build_ext")
-    (built,) = HERE.glob("treewalk.*.so")
-    return built
+    return [next(HERE.glob("treewalk.*.so")), next(HERE.glob("scoring.*.so"))]
 
 
 def main() -> None:
@@ -82,7 +91,7 @@ def main() -> None:
     args = ap.parse_args()
     release = version("selectolax")
     built = build(fetch_headers(release, args.cache), release)
-    print(f"datapipe.extract.build: {built.name} built for selectolax {release}")
+    print(f"datapipe.extract.build: {', '.join(b.name for b in built)} built for selectolax {release}")
 
 
 if __name__ == "__main__":

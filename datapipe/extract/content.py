@@ -141,10 +141,10 @@ from datapipe.extract.names import (
     classify_discussion,
     classify_name,
     classify_one,
-    forget_names,
     name_tokens,
     trie_pattern,
 )
+from datapipe.extract.names import forget_names as _forget_verdicts
 from datapipe.extract.render import (
     headline,
     render,
@@ -186,6 +186,7 @@ from datapipe.extract.rules import (
     decide,
     links_away,
 )
+from datapipe.extract.signals import mask_of
 from datapipe.extract.walk import (
     BLOCK_TAGS,
     SKIP_SHARE,
@@ -195,6 +196,14 @@ from datapipe.extract.walk import (
     WRAPPERS,
     WalkRules,
 )
+
+
+def forget_names() -> None:
+    """Empty every cache of judged class names (the rules' verdicts and the learned walk's groups), so that the next
+    page is judged as on a fresh process (the benchmarks clear them before each pass)."""
+    _forget_verdicts()
+    mask_of.cache_clear()
+
 
 __all__ = [
     "WIDE_WEIGHT",

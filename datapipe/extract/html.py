@@ -15,7 +15,7 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encodi
 from resiliparse.parse.html import HTMLTree
 
 from datapipe.config.stages import ExtractConfig
-from datapipe.extract.content import main_content
+from datapipe.extract.content import analyze
 
 METHODS = ("datapipe", "resiliparse", "trafilatura")
 
@@ -140,10 +140,13 @@ def trafilatura_text(html: str, preset: str = "default") -> str:
 
 
 class Extracted(NamedTuple):
-    """A page's text and its title (None when the method gives none: only datapipe's own extractor does)."""
+    """A page's text and its title (None when the method gives none: only datapipe's own extractor does), and its
+    page type with the model's probability (datapipe's learned extractor only)."""
 
     text: str
     title: str | None = None
+    page_type: str | None = None
+    page_type_score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -157,19 +160,34 @@ class HtmlExtractor:
     preset: str = "default"
     markdown: bool = False
     title: str = "metadata"  # datapipe only: the headline as metadata, or "prepend": on top of the text too
+    learned: bool = True  # datapipe only: the block model (and page types), else the rules alone
 
     @classmethod
     def from_config(cls, cfg: ExtractConfig) -> HtmlExtractor:
-        return cls(cfg.method, cfg.main_content, cfg.preserve_formatting, cfg.preset, cfg.markdown, cfg.title)
+        return cls(
+            cfg.method,
+            cfg.main_content,
+            cfg.preserve_formatting,
+            cfg.preset,
+            cfg.markdown,
+            cfg.title,
+            cfg.learned,
+        )
 
-    def extract(self, item: tuple[bytes, str | None]) -> Extracted:
-        payload, charset = item
+    def extract(
+        self, item: str | bytes | tuple[bytes, str | None] | tuple[bytes, str | None, str]
+    ) -> Extracted:
+        """The page's text (and title, and type). ``item`` is the page: its text, its bytes (the charset
+        detected), or ``(bytes, declared charset)`` or ``(bytes, declared charset, URL)`` as a crawl reader has
+        them; the URL helps tell the page's type."""
+        payload, charset, url = _page(item)
         if self.method == "datapipe":
-            text, title = main_content(parser_input(payload, charset), markdown=self.markdown)
-            if self.title == "prepend" and title:
-                head = ("# " if self.markdown else "") + title
-                text = head + "\n\n" + text if text else head
-            return Extracted(text, title)
+            html = payload if isinstance(payload, str) else parser_input(payload, charset)
+            a = analyze(html, url, learned=self.learned)
+            text = a.text(self.markdown, title=self.title == "prepend")
+            return Extracted(text, a.title, a.page_type, a.page_type_score)
+        if isinstance(payload, str):
+            payload, charset = payload.encode("utf-8"), "utf-8"
         html = decode_html(payload, charset)
         if self.method == "trafilatura":
             return Extracted(trafilatura_text(html, self.preset))
@@ -177,5 +195,20 @@ class HtmlExtractor:
             html_to_text(html, main_content=self.main_content, preserve_formatting=self.preserve_formatting)
         )
 
-    def __call__(self, item: tuple[bytes, str | None]) -> str:
+    def __call__(self, item: str | bytes | tuple[bytes, str | None] | tuple[bytes, str | None, str]) -> str:
         return self.extract(item).text
+
+
+def _page(item: object) -> tuple[str | bytes, str | None, str]:
+    """(page, declared charset, URL) of what :meth:`HtmlExtractor.extract` accepts; a clear error otherwise."""
+    if isinstance(item, str | bytes):
+        return item, None, ""
+    if isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[0], str | bytes):
+        charset = item[1]
+        url = item[2] if len(item) == 3 else ""
+        if (charset is None or isinstance(charset, str)) and isinstance(url, str | None):
+            return item[0], charset, url or ""
+    raise TypeError(
+        "HtmlExtractor.extract takes a page: its text or bytes, or (bytes, charset) or (bytes, charset, url); got "
+        + type(item).__name__
+    )

@@ -17,7 +17,7 @@ import re
 # tokens of one class name or id (see name_tokens).
 BOILERPLATE_GROUPS = {
     "navigation": "nav navbar navigation navi menu menubar submenu megamenu breadcrumb breadcrumbs crumbs skip "
-    "skiplinks pagination pager prevnext",
+    "skiplinks pagination pager prevnext navheader navfooter docnav sphinxsidebar",
     "page frame": "footer sidebar sidebars toolbar topbar popup login",
     "sharing": "share sharing shares sharebar shariff social socials sociallinks",
     "teasers": "related relatedposts relatedlinks relatedarticles relatedstories relatedcontent relatednews "

@@ -36,6 +36,11 @@ from datapipe.runtime.watch import Watch
 BATCH = 64  # pages sent to the extraction process at once
 
 
+def _page_rule(cfg: SourceConfig) -> str:
+    """The source's page-type rule as the evidence of a removal says it (``keep: article, forum``)."""
+    return "; ".join(f"{how}: {', '.join(types)}" for how, types in cfg.extract.page_types)
+
+
 def account_read(tally: ReadTally, stats: StageStats) -> None:
     """The reader's counts as the stage's: every record met is a document in; one it could not make a document of
     is removed with its kind as the reason (``read/...``); what is no record of a document is skipped
@@ -125,7 +130,8 @@ class ExtractStage:
         return fs.exists(self.part_url(shard))
 
     def _extract_batch(self, batch: list[dict], places: list[int]) -> list[Extracted | Failed]:
-        items = [(rec.pop("html"), rec.pop("charset")) for rec in batch]
+        # the URL helps the learned extractor tell the page's type
+        items = [(rec.pop("html"), rec.pop("charset"), rec["metadata"].get("url") or "") for rec in batch]
         if self._sandbox is not None:
             return self._sandbox.run(items)
         extract, watch, limit = self.extractor.extract, self._watch, self.item_limit_s
@@ -187,6 +193,15 @@ class ExtractStage:
                     continue
                 if got.title:  # the page's headline: metadata, not text (datapipe's extractor)
                     rec["metadata"]["title"] = got.title
+                if got.page_type is not None:  # datapipe's learned extractor
+                    rec["metadata"]["page_type"] = got.page_type
+                    rec["metadata"]["page_type_score"] = round(got.page_type_score, 4)
+                    stats.counters[f"extract/page_type/{got.page_type}"] += 1
+                    if not cfg.extract.page_type_kept(got.page_type):
+                        why = Removal("extract/page_type", "page_type", got.page_type, note=_page_rule(cfg))
+                        stats.remove(why)
+                        removed.add(place, rec, why)
+                        continue
                 if self._keep(rec, got.text, stats, extracted=True):
                     docs.append(rec)
                 else:

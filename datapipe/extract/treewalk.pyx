@@ -65,6 +65,7 @@ cdef extern from "lexbor/dom/interfaces/attr.h":
     uintptr_t LXB_DOM_ATTR_CLASS
     uintptr_t LXB_DOM_ATTR_ID
     uintptr_t LXB_DOM_ATTR_STYLE
+    uintptr_t LXB_DOM_ATTR_TYPE
     uintptr_t LXB_DOM_ATTR__LAST_ENTRY
 
 cdef extern from "lexbor/dom/interfaces/element.h":
@@ -86,6 +87,7 @@ cdef extern from "lexbor/ns/const.h":
 cdef extern from "lexbor/tag/const.h":
     uintptr_t LXB_TAG__LAST_ENTRY
     uintptr_t LXB_TAG_TEMPLATE
+    uintptr_t LXB_TAG_SCRIPT
 
 BUILT_FOR = DATAPIPE_SELECTOLAX.decode()
 TAGS = LXB_TAG__LAST_ENTRY
@@ -111,6 +113,11 @@ cdef enum:
     F_ARTICLE = 8  # a content-root candidate of the second tier
     F_MAIN = 16  # ... of the third
     F_WRAPPER = 32  # never text, unless it wraps most of the page (a <form> around an ASP.NET page)
+    F_FORM = 64  # a wrapper read from its own share (form_share): a <form>
+
+
+# how many of a block's innermost structural elements it records (Block.path)
+DEF PATH = 4
 
 
 cdef struct Open:  # an element the walk is inside of: its children are being read
@@ -454,14 +461,23 @@ cdef class Walk:
     cdef size_t ntags
     cdef tuple names, kinds
     cdef object rules
-    cdef object classify, make_block, container, hidden_style, roles
-    cdef double skip_share, wrapper_share
+    cdef object classify, make_block, container, hidden_style, roles, mask_of
+    cdef tuple tag_masks
+    cdef object hidden_mask
+    cdef double skip_share, wrapper_share, form_share
     cdef Py_ssize_t root_min_chars
+    cdef bint read_hidden
     cdef public list blocks, containers
+    # what the page declares it is, in its body: each JSON-LD script's text and each microdata itemtype (read by
+    # datapipe.extract.pagetype; the head's are read from the tree)
+    cdef public list declared
     cdef object block
     cdef Gathered text
     cdef Py_ssize_t link_chars, link, boiler, page_chars
     cdef str kind
+    cdef object mask  # the groups named by the open structural elements (their tags and names), OR-ed
+    cdef list path  # the numbers of the open structural elements, outermost first (elements numbered as opened)
+    cdef Py_ssize_t opened_count
 
     def __init__(self, rules):
         self.rules = rules
@@ -480,9 +496,18 @@ cdef class Walk:
         self.roles = rules.roles
         self.skip_share = rules.skip_share
         self.wrapper_share = rules.wrapper_share
+        self.form_share = rules.form_share
         self.root_min_chars = rules.root_min_chars
+        self.read_hidden = rules.read_hidden
+        self.mask_of = rules.mask_of
+        self.tag_masks = rules.tag_masks
+        self.hidden_mask = rules.hidden_mask
+        self.mask = 0
+        self.path = []
+        self.opened_count = 0
         self.blocks = []
         self.containers = []
+        self.declared = []
         self.text.buf.data = NULL
         self.text.buf.size = self.text.buf.cap = 0
         self.text.parts = self.text.space = self.text.raw = False
@@ -518,13 +543,41 @@ cdef class Walk:
             if self.text.raw:
                 block = self.make_block(self.kind, gathered(&self.text), self.link_chars)
                 if block is not None:
+                    block.mask = self.mask
+                    block.path = self.tail()
                     self.blocks.append(block)
             else:
                 text = row_text(gathered(&self.text), self.kind)
                 n = len(text)
                 if n:
-                    self.blocks.append(self.block(self.kind, text, min(self.link_chars, n), n))
+                    self.blocks.append(
+                        self.block(self.kind, text, min(self.link_chars, n), n, self.mask, self.tail())
+                    )
             self.link_chars = 0
+        return 0
+
+    cdef tuple tail(self):
+        """The numbers of the innermost PATH open structural elements (a block's ``path``), innermost last, with -1
+        in front for the levels a shallower block does not have."""
+        cdef Py_ssize_t n = len(self.path)
+        if n >= PATH:
+            return tuple(self.path[n - PATH :])
+        return (-1,) * (PATH - n) + tuple(self.path)
+
+    cdef int declare_script(self, lxb_dom_node_t *node) except -1:
+        """A JSON-LD script's text (``type="application/ld+json"``) goes to :attr:`declared`."""
+        cdef lxb_dom_attr_t *attr = (<lxb_dom_element_t *> node).first_attr
+        cdef lxb_dom_node_t *inner
+        cdef lxb_dom_character_data_t *t
+        while attr != NULL:
+            if attr.node.local_name == LXB_DOM_ATTR_TYPE and value_is(attr, "application/ld+json", 19):
+                inner = node.first_child
+                if inner != NULL and inner.type == LXB_DOM_NODE_TYPE_TEXT:
+                    t = <lxb_dom_character_data_t *> inner
+                    if t.data.data != NULL and t.data.length:
+                        self.declared.append(PyUnicode_DecodeUTF8(<char *> t.data.data, t.data.length, "replace"))
+                return 0
+            attr = attr.next
         return 0
 
     cdef int hides(self, lxb_dom_attr_t *attr) except -1:
@@ -611,7 +664,11 @@ cdef class Walk:
                 tid = child.local_name
                 what = self.what_c[tid] if tid < self.ntags else INLINE
                 if what == INLINE or what == LINK:
-                    if (<lxb_dom_element_t *> child).first_attr != NULL and self.hidden(child):
+                    if (
+                        (<lxb_dom_element_t *> child).first_attr != NULL
+                        and not self.read_hidden
+                        and self.hidden(child)
+                    ):
                         child = child.next  # a hidden caption or word, as a hidden block is not read
                         continue
                     if what == LINK:
@@ -627,6 +684,8 @@ cdef class Walk:
                 else:
                     if what == BREAK:
                         gather_break(&self.text)
+                    elif tid == LXB_TAG_SCRIPT:
+                        self.declare_script(child)
                     child = child.next
                     continue
                 if size == cap:
@@ -656,9 +715,12 @@ cdef class Walk:
         cdef int tier = 0, how
         cdef unsigned char flags = self.flags_c[tid]
         cdef str tag = self.names[tid]
-        cdef object kind, opened = None, verdict, role_value = None, attrs = None
+        cdef object kind, opened = None, verdict, role_value = None, attrs = None, name = None
+        cdef object mask = self.tag_masks[tid]
         cdef Py_ssize_t chars, n
-        if flags & F_WRAPPER and self.text_chars(node) < self.wrapper_share * self.page_chars:
+        cdef double share
+        share = self.form_share if flags & F_FORM else self.wrapper_share
+        if flags & F_WRAPPER and share > 0 and self.text_chars(node) < share * self.page_chars:
             return False
         while attr != NULL:
             if attr.node.local_name == LXB_DOM_ATTR_CLASS:
@@ -668,16 +730,23 @@ cdef class Walk:
             else:
                 how = self.hides(attr)
                 if how == HIDDEN:
-                    return False
+                    if not self.read_hidden:
+                        return False
+                    mask = mask | self.hidden_mask
+                    how = 0
                 unseen = unseen or how == UNSEEN
                 if not how and attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
                     if attr_is(attr, "role", 4):
                         role = attr
                     elif attr_is(attr, "itemprop", 8) and value_is(attr, "articleBody", 11):
                         body = True
+                    elif attr_is(attr, "itemtype", 8) and attr.value != NULL and attr.value.data != NULL:
+                        self.declared.append(value_of(attr))
             attr = attr.next
         if unseen and not self.behind_dialog(node):
-            return False
+            if not self.read_hidden:
+                return False
+            mask = mask | self.hidden_mask
         if cls != NULL or ident != NULL or role != NULL:
             attrs = {}
             if cls != NULL:
@@ -691,6 +760,8 @@ cdef class Walk:
                 verdict = self.classify(name)
                 boiler = verdict[0]
                 tier = verdict[1]
+            if name or role_value:
+                mask = mask | self.mask_of(name, role_value)
             if role_value:
                 boiler = boiler or role_value in self.roles
                 if not tier and role_value == "main":
@@ -704,7 +775,7 @@ cdef class Walk:
             tier = 2 if flags & F_ARTICLE else 3
         if flags & F_BLOCK and self.text.parts:
             self.flush()
-        if boiler and self.boiler < 0 and self.page_chars:
+        if boiler and self.boiler < 0 and self.page_chars and self.skip_share > 0:
             # the common case decided in C: a part named as boilerplate, well short of most of the page's text and
             # holding no article, is not visited (a third of a page's elements, typically)
             chars = self.text_chars(node)
@@ -729,7 +800,10 @@ cdef class Walk:
             self.text.raw = kind == "pre"
         if flags & F_CELL and self.text.parts:
             gather_text(&self.text, <const unsigned char *> " | ", 3)
-        closing.append((outer, opened, flags, kind))
+        closing.append((outer, opened, flags, kind, self.mask))
+        self.mask = self.mask | mask
+        self.opened_count += 1
+        self.path.append(self.opened_count)
         return True
 
     cdef int close_element(self, tuple closing) except -1:
@@ -740,6 +814,8 @@ cdef class Walk:
             self.flush()
         self.kind = outer
         self.text.raw = outer == "pre"
+        self.mask = closing[4]
+        self.path.pop()
         if opened is not None:
             opened.end = len(self.blocks)
             if self.boiler >= 0 and self.containers[self.boiler] is opened:

@@ -27,6 +27,7 @@ SECTIONS = (
     "mixture",
     "funnel",
     "languages",
+    "page_types",
     "scores",
     "lengths",
     "duplicates",
@@ -124,6 +125,30 @@ def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
             + _img(plots.funnel(source, chain), f"{source} funnel", _view(base, "/") + f"#source-{source}")
         )
     return "".join(out)
+
+
+def _page_types(chains: dict[str, list[StageRecord]], base: str) -> str:
+    """Per source extracted by datapipe's learned extractor: the pages of each type it told, and those removed for
+    their type (``extract: {page_types: ...}``), each linked to the browser's view of them."""
+    out = []
+    for source, chain in chains.items():
+        for r in chain:
+            counters = r.counts.get("counters", {})
+            told = {k.rsplit("/", 1)[1]: n for k, n in counters.items() if k.startswith("extract/page_type/")}
+            if not told:
+                continue
+            removed = r.counts.get("removed", {}).get("extract/page_type", 0)
+            rows = "".join(
+                f"<tr><td>{_link(_view(base, '/docs', source=source, page_type=t), t)}</td><td class=n>{n:,}</td>"
+                f"<td class=n>{n / sum(told.values()):.1%}</td></tr>"
+                for t, n in sorted(told.items(), key=lambda kv: -kv[1])
+            )
+            note = f"; {removed:,} removed for their type" if removed else ""
+            out.append(
+                f"<h3>{html.escape(source)}</h3><p>{sum(told.values()):,} pages told{note}</p>"
+                f"<table><tr><th>page type</th><th>pages</th><th>share</th></tr>{rows}</table>"
+            )
+    return "".join(out) or "<p>No source was extracted by datapipe's learned extractor.</p>"
 
 
 def _languages(manifest: dict[str, Any], chains: dict[str, list[StageRecord]], base: str) -> str:
@@ -306,6 +331,7 @@ def render_report(
         "mixture": _mixture(manifest, train_tokens),
         "funnel": _funnel(chains, browse_url),
         "languages": _languages(manifest, chains, browse_url),
+        "page_types": _page_types(chains, browse_url),
         "scores": _scores(chains, browse_url),
         "lengths": _lengths(chains, browse_url),
         "duplicates": _duplicates(chains, browse_url),
@@ -317,6 +343,7 @@ def render_report(
         "mixture": "Mixture: planned vs. available tokens",
         "funnel": "Removal funnel per source",
         "languages": "Languages: kept per language, tokens and shares",
+        "page_types": "Page types (datapipe's learned extractor)",
         "scores": "Score distributions (cut-offs dashed)",
         "lengths": "Document lengths",
         "duplicates": "Duplicate component sizes",

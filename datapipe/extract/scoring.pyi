@@ -1,0 +1,34 @@
+"""Types of the learned extractor's compiled arithmetic (``scoring.pyx``; built by ``python -m datapipe.extract.build``)."""
+
+from typing import Any
+
+import numpy as np
+
+STATS: tuple[str, ...]
+
+def text_stats(texts: list[str]) -> np.ndarray: ...
+def forest_scores(
+    x: np.ndarray,
+    roots: np.ndarray,
+    feature: np.ndarray,
+    threshold: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    default_left: np.ndarray,
+    leaf_value: np.ndarray,
+    classes: int,
+) -> np.ndarray: ...
+def fill_features(
+    blocks: list[Any],
+    why: list[str],
+    containers: list[Any],
+    kinds: dict[str, int],
+    whys: dict[str, int],
+    n_kinds: int,
+    n_whys: int,
+    n_groups: int,
+    li_kind: int,
+    p_kind: int,
+    prose_chars: float,
+    n_features: int,
+) -> np.ndarray: ...
