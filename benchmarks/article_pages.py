@@ -631,15 +631,16 @@ def score(counts: list[tuple[float, float, float]]) -> tuple[float, float, float
 
 
 def page_scores(
-    pages: list[ArticlePage], methods: dict[str, Callable[[str], str]], decode: Callable[[bytes], str]
+    pages: list[ArticlePage], methods: dict[str, Callable[[str, str], str]], decode: Callable[[bytes], str]
 ) -> dict[str, list[tuple[float, float, float]]]:
-    """Each method's (tp, fp, fn) shares on each page; a method that fails on a page gives no text there."""
+    """Each method's (tp, fp, fn) shares on each page (a method reads the page's text and its URL, may be empty); a
+    method that fails on a page gives no text there."""
     out: dict[str, list[tuple[float, float, float]]] = {}
     for name, method in methods.items():
         counts = []
         for page in pages:
             try:
-                text = method(decode(page.html))
+                text = method(decode(page.html), page.url)
             except Exception:  # a failure finds nothing, as in the snippet metric
                 text = ""
             counts.append(page_counts(page.article, text))
@@ -648,7 +649,7 @@ def page_scores(
 
 
 def score_methods(
-    pages: list[ArticlePage], methods: dict[str, Callable[[str], str]], decode: Callable[[bytes], str]
+    pages: list[ArticlePage], methods: dict[str, Callable[[str, str], str]], decode: Callable[[bytes], str]
 ) -> dict[str, tuple[float, float, float]]:
     """Each method's (precision, recall, F1) over the pages."""
     return {name: score(counts) for name, counts in page_scores(pages, methods, decode).items()}

@@ -55,11 +55,13 @@ from datapipe.extract.html import decode_html, html_to_text, trafilatura_text  #
 
 DEV = REPO.parent / "shared" / "data" / "extraction-dev" / "pages.jsonl.zst"
 EXPECTED_PAGES = 990
-METHODS: dict[str, Callable[[str], str]] = {
-    "datapipe": main_content_text,
-    "resiliparse": html_to_text,
-    "trafilatura/default": lambda html: trafilatura_text(html, "default"),
-    "trafilatura/fineweb": lambda html: trafilatura_text(html, "fineweb"),
+# each method reads a page's text and its URL (datapipe's extractor reads the URL's shape to tell the page's type)
+METHODS: dict[str, Callable[[str, str], str]] = {
+    "datapipe": lambda html, url: main_content_text(html, url=url),
+    "datapipe/rules": lambda html, url: main_content_text(html, url=url, learned=False),
+    "resiliparse": lambda html, url: html_to_text(html),
+    "trafilatura/default": lambda html, url: trafilatura_text(html, "default"),
+    "trafilatura/fineweb": lambda html, url: trafilatura_text(html, "fineweb"),
 }
 _WS = re.compile(r"\s+")
 
@@ -158,7 +160,7 @@ def run(pages: list[Page], passes: int) -> dict[tuple[str, str], Score]:
             for name in names[k % len(names) :] + names[: k % len(names)]:
                 t0 = time.perf_counter()
                 try:
-                    text = METHODS[name](page.html)
+                    text = METHODS[name](page.html, page.url)
                 except Exception as e:  # a method that fails on a page finds nothing there
                     text = ""
                     if name not in texts[k]:
