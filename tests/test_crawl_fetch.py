@@ -31,7 +31,13 @@ def crawl(tmp_path: Path):
 
 
 def _fetch(server: CrawlServer, dest: Path, policy: FetchPolicy = FAST, waits: list[float] | None = None):
-    return fetch(server.url + NAME, str(dest), policy, rng=random.Random(0), sleep=(waits if waits is not None else []).append)
+    return fetch(
+        server.url + NAME,
+        str(dest),
+        policy,
+        rng=random.Random(0),
+        sleep=(waits if waits is not None else []).append,
+    )
 
 
 def test_a_file_is_fetched_whole_with_a_user_agent(crawl) -> None:

@@ -95,7 +95,9 @@ def _try(url: str, part: str, have: int, policy: FetchPolicy, done: Fetched) -> 
         headers["Range"] = f"bytes={have}-"
     done.requests += 1
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=policy.timeout_s)
+        response = urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=policy.timeout_s
+        )
     except urllib.error.HTTPError as e:
         body = e.read(512) if e.fp is not None else b""
         if policy.verdict(e.code, body) == RETRY:
