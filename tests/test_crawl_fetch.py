@@ -78,8 +78,9 @@ def test_a_cut_connection_resumes_from_the_last_byte(crawl) -> None:
 def test_a_stalled_read_is_a_retry(crawl) -> None:
     server, data, dest = crawl
     server.faults[NAME] = ["stall:30"]
-    got = _fetch(server, dest, FetchPolicy(base_s=0.001, cap_s=0.01, timeout_s=0.3, attempts=4))
-    assert dest.read_bytes() == data and got.requests == 2
+    got = _fetch(server, dest, FetchPolicy(base_s=0.001, cap_s=0.01, timeout_s=0.5, attempts=6))
+    # the first request stalls past the timeout; a busy machine may stall a later one too, never the result
+    assert dest.read_bytes() == data and got.requests >= 2 and server.requests[0] == (NAME, None)
 
 
 def test_a_server_that_ignores_ranges_is_read_again_from_the_start(crawl) -> None:
