@@ -134,9 +134,10 @@ def _learned(html: str | bytes, url: str, models: Models) -> Analysis:
     p = models.blocks.probabilities(with_page_types(x, page))[:, 0]
     keep = choose(p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
     why = ["" if k else (w or "model") for k, w in zip(keep.tolist(), a.why, strict=True)]
-    named = _title_element(tree)
     top = _headline_of(blocks, why)
-    if top is None and named:
+    # the <title> element is read only where no <h1> heads the page (a CSS query: not on every page)
+    named = _title_element(tree) if top is None else None
+    if named:
         top = _heading_named(blocks, why, named)
     if top is not None and not why[top]:
         why[top] = "title"  # the headline is the page's title: metadata, out of the text (as the rules do it)
