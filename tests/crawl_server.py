@@ -5,13 +5,17 @@ faults to order (issue 65). No test touches the internet.
 ``"500"``, ``"403"``, ``"404"`` (that status), ``"slowdown"`` (503 with S3's ``SlowDown`` error document),
 ``"cut:N"`` (the headers promise the whole body; the connection closes after N bytes of it), ``"stall:S"`` (the
 headers, then nothing for S seconds: a stalled read), ``"norange"`` (a range request answered with the whole file).
-A request with no fault left is served properly, ranges included (``Range: bytes=N-``). ``requests`` records each
-request's path and ``Range`` header.
+A request with no fault left is served properly, ranges included (``Range: bytes=N-``); ``HEAD`` answers a file's
+length. ``requests`` records each GET's path and ``Range`` header.
+
+:func:`build_crawl_tree` lays out a miniature dump (its listing, segments and WARC files) from real fixture WARCs.
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -57,6 +61,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
 
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+        crawl: CrawlServer = self.server.crawl  # type: ignore[attr-defined]
+        file = (crawl.root / self.path.split("?", 1)[0].lstrip("/")).resolve()
+        if not file.is_file() or crawl.root.resolve() not in file.parents:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(file.stat().st_size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         crawl: CrawlServer = self.server.crawl  # type: ignore[attr-defined]
         path = self.path.split("?", 1)[0]
@@ -98,3 +113,40 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.wfile.write(body)
+
+
+CRAWL = "CC-MAIN-2024-10"
+
+
+def gzip_members(data: bytes) -> list[bytes]:
+    """The gzip members of a file as they are (a WARC.gz holds one record a member)."""
+    out = []
+    while data:
+        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        d.decompress(data)
+        rest = d.unused_data
+        out.append(data[: len(data) - len(rest)])
+        data = rest
+    return out
+
+
+def build_crawl_tree(
+    root: Path, warcs: list[Path], files: int, segments: int, crawl: str = CRAWL
+) -> list[str]:
+    """A miniature dump under ``root`` (``crawl-data/<crawl>/...``) as Common Crawl lays one out: the records of
+    ``warcs`` cut, in their order and at record boundaries, into ``files`` WARC files spread over ``segments``
+    segments (file ``i`` in segment ``i % segments``), and ``warc.paths.gz`` listing them. Returns the paths."""
+    members = [m for w in warcs for m in gzip_members(w.read_bytes())]
+    if len(members) < files:
+        raise ValueError(f"{len(members)} records cannot make {files} files")
+    paths = []
+    for i in range(files):
+        chunk = members[i * len(members) // files : (i + 1) * len(members) // files]
+        segment = f"17079474733{i % segments:02d}.{i % segments}"
+        path = f"crawl-data/{crawl}/segments/{segment}/warc/CC-MAIN-20240220211055-20240221001055-{i:05d}.warc.gz"
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(b"".join(chunk))
+        paths.append(path)
+    listing = root / "crawl-data" / crawl / "warc.paths.gz"
+    listing.write_bytes(gzip.compress(("\n".join(paths) + "\n").encode(), mtime=0))
+    return paths

@@ -24,7 +24,7 @@ from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines, posit
 from datapipe.browse.runs import loss_curve
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.report.collect import StageRecord, manifest_url_of, mixture_chains
+from datapipe.report.collect import StageRecord, crawl_lines, manifest_url_of, mixture_chains
 from datapipe.report.runs import find_runs
 from datapipe.store.manifest import open_component, read_manifest
 
@@ -173,8 +173,11 @@ def create_app(
     def page(request: Any, template: str, status: int = 200, **ctx: Any) -> Any:
         return templates.TemplateResponse(request, template, {**base, **ctx}, status_code=status)
 
+    # per source read from a Common Crawl dump: files planned, fetched, retried, resumed, missing (named)
+    crawled = {line.split(":", 1)[0].removeprefix("crawl "): line for line in crawl_lines(chains)}
+
     def home(request: Any) -> Any:
-        return page(request, "home.html", funnels=funnels)
+        return page(request, "home.html", funnels=funnels, crawled=crawled)
 
     sources = sorted(chains)
     choices = {"source": sources, "reason": reasons, "language": languages, "page_type": page_types}

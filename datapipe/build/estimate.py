@@ -256,7 +256,9 @@ def plan_resources(
 
     estimates: list[StageEstimate] = []
     for sp in plans:
-        sample = sample_source(sp.source, files.get(sp.source.name, []))
+        # a Common Crawl source's files are not fetched to plan: its fetch is planned apart (files, bytes, time)
+        crawl = sp.source.commoncrawl is not None
+        sample = sample_source(sp.source, [] if crawl else files.get(sp.source.name, []))
         parts = partition_count(len(sp.stages[0].shards)) if sp.stages else 1
         estimates += estimate_source(sp, sample, workers, parts)
     mem_total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / MIB

@@ -21,6 +21,7 @@ from typing import Any
 
 from datapipe.build.registry import BY_NAME, STAGES
 from datapipe.config.mixture import MixtureConfig, SourceConfig
+from datapipe.crawl.source import CrawlPlan, plan_files, store_dir
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.io.shards import Shard, make_shards
@@ -77,9 +78,12 @@ def _make(
     )
 
 
-def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> dict[str, list[str]]:
+def check_inputs(
+    mixture: MixtureConfig, sources: tuple[SourceConfig, ...], *, dry_run: bool = False
+) -> dict[str, list[str]]:
     """List each source's input files; a glob that matches nothing, a missing list file or (in any source of the
-    mixture) a threshold its filter preset does not have is a :class:`ConfigError` naming the field."""
+    mixture) a threshold its filter preset does not have is a :class:`ConfigError` naming the field. A Common
+    Crawl source's files are its sample of the dump's listing (:func:`crawl_plan`), their URLs."""
     from datapipe.filters.presets import build_chain, check_language_preset
 
     for (
@@ -95,6 +99,9 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
     out: dict[str, list[str]] = {}
     for s in sources:
         files: list[str] = []
+        if s.commoncrawl is not None:
+            plan = crawl_plan(mixture, s, store=not dry_run)
+            files = [plan.url(f) for f in plan.files]
         for i, pattern in enumerate(s.paths):
             field = f"sources.{s.name}.paths[{i}]"
             try:
@@ -131,6 +138,25 @@ def check_inputs(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> d
     return out
 
 
+def crawl_plan(mixture: MixtureConfig, src: SourceConfig, *, store: bool) -> CrawlPlan:
+    """A Common Crawl source's files: its listing (fetched once, stored with the build unless ``store`` is false)
+    sampled; a listing that cannot be had or is not the dump's is a :class:`ConfigError` naming the field."""
+    cc = src.commoncrawl
+    assert cc is not None
+    where = f"sources.{src.name}.commoncrawl"
+    try:
+        return plan_files(
+            cc.crawl,
+            cc.kind,
+            cc.sample,
+            cc.base_url,
+            cc.fetch,
+            store_dir(mixture.output, src.name) if store else None,
+        )
+    except DatapipeError as e:
+        raise ConfigError(mixture.file, where, str(e)) from None
+
+
 def resolve_eval_sets(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
     """Each decon evaluation set's patterns expanded to its files (a set that matches nothing is a config error)."""
     out = []
@@ -164,10 +190,20 @@ def plan_mixture(
     """Every source's stages (the registry's, those its config asks for), each with its hash and folder."""
     plans = []
     for src in sources:
-        shards = make_shards(files[src.name], mixture.data_root)
-        # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a bucket
-        # copy) keeps its hashes; the size guards against a file replaced under the same name
-        inputs: list[Any] = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
+        inputs: list[Any]
+        if src.commoncrawl is not None:
+            # named by the path in the dump (crawl-data/<crawl>/segments/...), whichever mirror serves it: a
+            # published crawl file never changes under its name, so no size is asked (nothing is fetched to plan)
+            base = src.commoncrawl.base_url
+            shards = tuple(
+                Shard(index=i, url=url, name=url.removeprefix(base)) for i, url in enumerate(files[src.name])
+            )
+            inputs = [{"shard": s.name} for s in shards]
+        else:
+            shards = make_shards(files[src.name], mixture.data_root)
+            # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a
+            # bucket copy) keeps its hashes; the size guards against a file replaced under the same name
+            inputs = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
         stages: list[StagePlan] = []
         for kind in STAGES:
             config = kind.hash_config(mixture, src, tokenizer_sha256)

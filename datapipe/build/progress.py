@@ -84,7 +84,7 @@ class StageProgress:
             for s in self.shards:
                 try:
                     self._sizes[s.part] = fs.size(s.url)
-                except (OSError, FileNotFoundError):
+                except Exception:  # noqa: BLE001 - any file system's failure (an HTTP URL not fetched yet): no size
                     self._sizes[s.part] = 0
         return self._sizes.get(part, 0)
 

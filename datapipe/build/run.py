@@ -89,9 +89,11 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
     )
     sources = mixture.select(list(request.only) or None)
     engine.check(mixture)  # the runner or cluster, before inputs are read or classifiers trained
-    files = check_inputs(mixture, sources)
+    files = check_inputs(mixture, sources, dry_run=request.dry_run)
     sources = resolve_eval_sets(mixture, sources)
     for src in sources:  # a file that is not its format at all stops the build here, with one line naming it
+        if src.commoncrawl is not None:
+            continue  # not fetched before the build reads it: checked whole (length, gzip) when it comes
         for url in files[src.name]:
             check_shard(url, src.format, src.text_field)
     fs.check_writable(mixture.output, "build's output", create=not request.dry_run)
@@ -105,6 +107,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
             from datapipe.build.estimate import format_plan, plan_resources
 
             print_plan(plans, mixture.output)
+            print_crawl_plans(sources, files)
             estimates, warnings = plan_resources(plans, files, engine.workers, engine.in_memory_shuffle)
             print(format_plan(estimates, engine.workers, mixture.output))
             for line in warnings:
@@ -390,6 +393,46 @@ def report_stage(sp: SourcePlan, st: StagePlan, seconds: float) -> None:
         f"{counts['docs_kept']:>6}  removed: {_fmt_removed(counts['removed'])}{extra}",
         flush=True,
     )
+
+
+def print_crawl_plans(sources: tuple[SourceConfig, ...], files: dict[str, list[str]]) -> None:
+    """For each Common Crawl source, what fetching its sample takes: files, bytes (sizes asked of the source, one
+    request a file, at most a hundred, the rest estimated) and the time at the policy's transfers in flight and
+    assumed throughput."""
+    from datapipe.crawl.source import estimate_fetch
+
+    for src in sources:
+        cc = src.commoncrawl
+        if cc is None:
+            continue
+        urls = files[src.name]
+        est = estimate_fetch(urls, cc.fetch)
+        sized = (
+            "every size asked"
+            if est.sized == est.files
+            else f"sizes of {est.sized} asked, the rest estimated"
+        )
+        print(
+            f"fetch {src.name}: {cc.crawl} {cc.kind} from {cc.base_url}: {est.files} file(s), "
+            f"{_size(est.bytes)} ({sized}); ~{_duration(est.seconds)} at {cc.fetch.in_flight} in flight x "
+            f"{cc.fetch.mb_per_s:g} MB/s (fetch.mb_per_s); stage estimates below do not count its documents"
+        )
+        for url in urls[:5]:
+            print(f"  {url}")
+        if len(urls) > 5:
+            print(f"  ... and {len(urls) - 5} more")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.2f} MB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def print_plan(plans: list[SourcePlan], output: str) -> None:

@@ -12,7 +12,7 @@ NAME = "report"
 
 
 def run(args: argparse.Namespace) -> int:
-    from datapipe.report.collect import format_source_table, mixture_chains
+    from datapipe.report.collect import crawl_lines, format_source_table, mixture_chains
     from datapipe.report.html import render_report
 
     target = args.html or fs.join(args.output, "report.html")
@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     fs.write_text_atomic(target, page)
     _, chains = mixture_chains(args.output)
     print(format_source_table({name: [r.counts for r in chain] for name, chain in chains.items()}))
+    for line in crawl_lines(chains):
+        print(line)
     print(f"report: {target} ({len(page) / 1e6:.1f} MB, {page.count('<img')} plots)")
     return 0
 

@@ -22,6 +22,7 @@ from datapipe.config.stages import (
     DCLM_THRESHOLD,
     ByLanguageConfig,
     ClassifierRef,
+    CommonCrawlConfig,
     DeconConfig,
     DedupConfig,
     EnsembleConfig,
@@ -64,12 +65,16 @@ class SourceConfig:
     keep_removed: bool = False  # every document stage also writes the documents it removed, per reason
     by_language: ByLanguageConfig | None = None  # one component per language
     rehydrate: RehydrateConfig | None = None
+    commoncrawl: CommonCrawlConfig | None = (
+        None  # read from a dump by name: ``paths`` are planned from its listing
+    )
 
     def reader_config(self) -> dict[str, Any]:
         """What the extract stage's output depends on (part of its version hash)."""
         from datapipe.io.readers import input_format  # the readers (pyarrow) load only when a build plans
 
         out: dict[str, Any] = {
+            **({"commoncrawl": self.commoncrawl.to_dict()} if self.commoncrawl is not None else {}),
             "format": self.format,
             "text_field": self.text_field,
             "id_field": self.id_field,
@@ -336,14 +341,26 @@ def load_mixture(
 
     sources = []
     for name, s in doc["sources"].items():
-        fmt = s["format"]
+        cc = s.get("commoncrawl")
+        given = [k for k in ("format", "paths") if k in s]
+        if (cc is not None) == bool(given) or (cc is None and len(given) < 2):
+            said = (
+                f" (it gives {' and '.join(given + (['commoncrawl'] if cc is not None else []))})"
+                if given
+                else ""
+            )
+            raise ConfigError(
+                file, f"sources.{name}", f"give format and paths, or commoncrawl, one of the two{said}"
+            )
+        # a dump's files are WARC files of either kind (WET files hold conversion records): one reader
+        fmt = "warc" if cc is not None else s["format"]
         ex = s.get("extract", {})
         sources.append(
             SourceConfig(
                 name=name,
                 weight=float(s["weight"]),
                 format=fmt,
-                paths=tuple(fs.resolve(p, root) for p in s["paths"]),
+                paths=tuple(fs.resolve(p, root) for p in s.get("paths", ())),
                 text_field=s.get("text_field", DEFAULT_TEXT_FIELD[fmt]),
                 id_field=s.get("id_field", "id"),
                 extract=ExtractConfig.from_dict(ex, file, f"sources.{name}.extract"),
@@ -358,6 +375,11 @@ def load_mixture(
                 keep_removed=bool(s.get("keep_removed", False)),
                 by_language=_by_language(s.get("by_language")),
                 rehydrate=_rehydrate(s.get("rehydrate"), yaml_dir),
+                commoncrawl=(
+                    CommonCrawlConfig.from_dict(cc, file, f"sources.{name}.commoncrawl")
+                    if cc is not None
+                    else None
+                ),
             )
         )
     names = {s.name for s in sources}

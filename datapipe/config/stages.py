@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from datapipe.errors import ConfigError
+from datapipe.crawl.policy import FetchPolicy
+from datapipe.crawl.sample import Sample
+from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
+
+COMMON_CRAWL = "https://data.commoncrawl.org/"
 
 
 @dataclass(frozen=True)
@@ -405,3 +409,46 @@ class RehydrateConfig:
     def to_dict(self) -> dict[str, Any]:
         is_file = not self.weights.startswith("up_to_")
         return {"weights": self.weights, **({"size": fs.size(self.weights)} if is_file else {})}
+
+
+@dataclass(frozen=True)
+class CommonCrawlConfig:
+    """A source read from a Common Crawl dump by name (``commoncrawl:`` in a mixture, instead of ``format`` and
+    ``paths``): which dump and kind, which of its files (:class:`~datapipe.crawl.sample.Sample`), where from, how
+    politely (:class:`~datapipe.crawl.policy.FetchPolicy`), and how many files may be missing before the build
+    fails. Only what decides the documents (dump, kind, sample) is in the version hash: a mirror serves the same
+    files, and the policy changes how they come, not what they are."""
+
+    crawl: str
+    kind: str = "warc"
+    sample: Sample = Sample(files=1)
+    base_url: str = COMMON_CRAWL
+    fetch: FetchPolicy = FetchPolicy()
+    allow_missing: int = 0
+    keep_files: bool = False
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], file: str, where: str) -> CommonCrawlConfig:
+        """From a mixture's (schema-checked) ``commoncrawl:`` block; a value the checks below refuse is a
+        :class:`ConfigError` naming ``where`` and the field."""
+        try:
+            sample = Sample(**doc["sample"])
+        except DatapipeError as e:
+            raise ConfigError(file, f"{where}.sample", str(e).removeprefix("sample: ")) from None
+        try:
+            policy = FetchPolicy(**doc.get("fetch", {}))
+        except ValueError as e:
+            raise ConfigError(file, f"{where}.fetch", str(e).removeprefix("fetch policy: ")) from None
+        base = doc.get("base_url", COMMON_CRAWL)
+        return cls(
+            crawl=doc["crawl"],
+            kind=doc.get("kind", "warc"),
+            sample=sample,
+            base_url=base if base.endswith("/") else base + "/",
+            fetch=policy,
+            allow_missing=doc.get("allow_missing", 0),
+            keep_files=doc.get("keep_files", False),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"crawl": self.crawl, "kind": self.kind, "sample": asdict(self.sample)}

@@ -9,8 +9,10 @@ a restarted build fetches nothing twice. Throttling (503, 429, S3's ``SlowDown``
 back-off; a refusal (403) or an absent file (404) stops at once; a file still not had after the policy's attempts
 or its longest wait is reported missing (:class:`Missing`), never skipped silently.
 
-Why urllib: one GET at a time per file, a ``Range`` header and a streamed body are all this needs, and the standard
-library's client keeps the transport's failures (``URLError``, ``OSError``, timeouts) plain to classify.
+Two transports, one loop: ``http(s)://`` through urllib (one GET at a time per file, a ``Range`` header and a
+streamed body are all this needs, and the standard library keeps the transport's failures plain to classify), and
+any other URL through fsspec (``s3://commoncrawl/`` with credentials and ``s3fs``, a mounted mirror, a local
+folder), resumed by seeking to the last byte written. Both follow the same policy, checks and rename.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from datapipe.crawl.policy import OK, RETRY, RETRY_STATUSES, FetchPolicy
 from datapipe.errors import DatapipeError
+from datapipe.io import fs
 
 CHUNK = 1 << 20
 _RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
@@ -69,9 +72,10 @@ def fetch(
     part = dest + ".part"
     done = Fetched(url)
     attempt = 0
+    try_once = _try if url.startswith(("http://", "https://")) else _try_fsspec
     while True:
         have = os.path.getsize(part) if os.path.exists(part) else 0
-        status, why = _try(url, part, have, policy, done)
+        status, why = try_once(url, part, have, policy, done)
         if status == OK:
             _check_gzip(part, url)
             os.replace(part, dest)
@@ -131,12 +135,40 @@ def _try(url: str, part: str, have: int, policy: FetchPolicy, done: Fetched) -> 
             return RETRY, f"the transfer broke at byte {have} ({type(e).__name__})"
     if total is None:
         raise Missing(f"{url}: the server gave no length, so a whole file cannot be told from a cut one")
+    return _whole(have, total, part)
+
+
+def _whole(have: int, total: int, part: str) -> tuple[str, str]:
+    """(``ok``, "") when the part file holds exactly the ``total`` bytes the source says the file has."""
     if have < total:
         return RETRY, f"the body ended at byte {have} of {total}"
     if have > total:
         os.remove(part)
         return RETRY, f"the body ran to byte {have}, past the {total} the server said"
     return OK, ""
+
+
+def _try_fsspec(url: str, part: str, have: int, policy: FetchPolicy, done: Fetched) -> tuple[str, str]:
+    """One read of a file through fsspec (an object store, a mount, a local folder), from byte ``have`` on: a file
+    not there or refused stops (:class:`Missing`); throttling (S3's ``SlowDown``, a 503) and any other failure of
+    the transport is a retry."""
+    done.requests += 1
+    try:
+        total = fs.size(url)
+        with fs.fsspec_open(url, "rb") as src, open(part, "ab" if have else "wb") as out:
+            if have:
+                src.seek(have)
+                done.resumed += 1
+            while chunk := src.read(CHUNK):
+                out.write(chunk)
+                have += len(chunk)
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
+        raise Missing(f"{url}: {type(e).__name__}: {e} (not retried: the file is refused or absent)") from e
+    except Exception as e:  # noqa: BLE001 - every other failure of a transport (each raises its own) is a retry
+        said = str(e)
+        done.throttled += "SlowDown" in said or "503" in said or "429" in said
+        return RETRY, f"{type(e).__name__}: {said[:200]}"
+    return _whole(have, total, part)
 
 
 def _check_gzip(path: str, url: str) -> None:

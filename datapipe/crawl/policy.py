@@ -32,7 +32,8 @@ class FetchPolicy:
     ``in_flight``: files fetched at once by one build; ``base_s`` and ``cap_s``: the first back-off's ceiling and
     the largest; ``give_up_s``: how long one file may spend waiting in back-off before it is reported missing (not
     skipped silently); ``attempts``: tries of one file at the most; ``timeout_s``: a connection or a read that
-    stalls this long is a failure (and a retry)."""
+    stalls this long is a failure (and a retry); ``mb_per_s``: what the dry run assumes one transfer moves a
+    second, to say how long a plan takes (nothing throttles to it)."""
 
     in_flight: int = 10
     base_s: float = 1.0
@@ -40,6 +41,7 @@ class FetchPolicy:
     give_up_s: float = 6 * 3600.0
     attempts: int = 30
     timeout_s: float = 60.0
+    mb_per_s: float = 20.0  # one transfer's throughput, as the dry run's time estimate assumes (not a limit)
     user_agent: str = f"datapipe/{__version__} (pretraining data builds)"
 
     def __post_init__(self) -> None:
@@ -47,6 +49,8 @@ class FetchPolicy:
             raise ValueError("fetch policy: in_flight and attempts must be >= 1")
         if not 0 < self.base_s <= self.cap_s or self.give_up_s <= 0 or self.timeout_s <= 0:
             raise ValueError("fetch policy: expected 0 < base_s <= cap_s, give_up_s > 0 and timeout_s > 0")
+        if self.mb_per_s <= 0:
+            raise ValueError("fetch policy: expected mb_per_s > 0")
 
     @staticmethod
     def verdict(status: int | None, body: bytes = b"") -> str:

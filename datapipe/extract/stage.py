@@ -13,11 +13,16 @@ extracted text, as DCLM does, and removes what the keep-rules reject.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.mixture import SourceConfig
+from datapipe.crawl import coverage
+from datapipe.crawl.fetch import Missing
+from datapipe.crawl.source import fetch_into, files_dir
 from datapipe.extract.html import Extracted, HtmlExtractor
 from datapipe.extract.sandbox import Failed, Sandbox
 from datapipe.extract.spaces import as_written
@@ -30,7 +35,7 @@ from datapipe.langid.identifier import LanguageIdentifier, LanguageSelection
 from datapipe.runtime.decisions import RemovedLog, removed_url
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
-from datapipe.runtime.stats import StageStats
+from datapipe.runtime.stats import StageStats, merge_all
 from datapipe.runtime.watch import Watch
 
 BATCH = 64  # pages sent to the extraction process at once
@@ -127,7 +132,32 @@ class ExtractStage:
         return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
 
     def has_output(self, shard: Shard) -> bool:
-        return fs.exists(self.part_url(shard))
+        # a crawl file that was missing is tried again by the next run
+        return fs.exists(self.part_url(shard)) and not fs.exists(self._missing_url(shard))
+
+    def _missing_url(self, shard: Shard) -> str:
+        return fs.join(self.out_dir, f"{shard.part}.missing.json")
+
+    def _crawl_file(self, shard: Shard, stats: StageStats) -> Shard | None:
+        """A Common Crawl source's file, fetched whole into the build (a whole copy a killed run left is read as
+        it is); None when it cannot be had: counted, and its URL and why written beside the shard's part."""
+        cc = self.source_config.commoncrawl
+        assert cc is not None
+        folder = files_dir(fs.parent(self.out_dir))
+        already = os.path.exists(os.path.join(folder, shard.url.rsplit("/", 1)[-1]))
+        try:
+            local, got = fetch_into(shard.url, folder, cc.fetch)
+        except Missing as e:
+            coverage.count(stats.counters, None, fetched=False)
+            why = str(e).removeprefix(f"{shard.url}: ")
+            fs.write_text_atomic(
+                self._missing_url(shard), json.dumps({"file": shard.name, "why": why}) + "\n"
+            )
+            return None
+        coverage.count(stats.counters, got, fetched=not already)
+        if fs.exists(self._missing_url(shard)):
+            fs.remove(self._missing_url(shard))
+        return Shard(index=shard.index, url=local, name=shard.name)
 
     def _extract_batch(self, batch: list[dict], places: list[int]) -> list[Extracted | Failed]:
         # the URL helps the learned extractor tell the page's type
@@ -211,16 +241,24 @@ class ExtractStage:
 
         tally = ReadTally()
         place = -1  # the record's place among the shard's documents
-        for rec in read_shard(
-            shard,
-            cfg.name,
-            cfg.format,
-            cfg.text_field,
-            cfg.id_field,
-            tally,
-            max_record_bytes=cfg.extract.max_record_bytes,
-            max_html_bytes=cfg.extract.max_bytes,
-        ):
+        reading: Shard | None = shard
+        if cfg.commoncrawl is not None:
+            reading = self._crawl_file(shard, stats)
+        records = (
+            read_shard(
+                reading,
+                cfg.name,
+                cfg.format,
+                cfg.text_field,
+                cfg.id_field,
+                tally,
+                max_record_bytes=cfg.extract.max_record_bytes,
+                max_html_bytes=cfg.extract.max_bytes,
+            )
+            if reading is not None
+            else iter(())  # a missing crawl file: no documents, counted as missing
+        )
+        for rec in records:
             place += 1
             if beat is not None:
                 beat.position = tally.bytes_read
@@ -246,10 +284,24 @@ class ExtractStage:
         write_records_atomic(self.part_url(shard), docs)
         removed.write(removed_url(self.out_dir, shard))
         removed.write_documents(self.out_dir, shard)
+        if cfg.commoncrawl is not None and reading is not None and not cfg.commoncrawl.keep_files:
+            os.remove(reading.url)  # read and committed: the build holds its documents now
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        return {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+        out: dict[str, Any] = {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+        cc = self.source_config.commoncrawl
+        if cc is not None:
+            missing = [
+                json.loads(fs.read_text(self._missing_url(s)))
+                for s, st in zip(shards, stats, strict=True)
+                if st.counters.get(coverage.PREFIX + "missing")
+            ]
+            total = merge_all(stats)
+            cov = coverage.coverage(cc.to_dict(), total.counters, missing, cc.allow_missing, total.docs_in)
+            coverage.check(cov, f"sources.{self.source}.commoncrawl")
+            out["crawl"] = cov
+        return out
 
     def teardown(self) -> None:
         if self._sandbox is not None:

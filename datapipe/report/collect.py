@@ -110,6 +110,25 @@ def format_source_table(counts_by_source: dict[str, list[dict[str, Any]]]) -> st
     return "\n".join(lines)
 
 
+def crawl_line(source: str, crawl: dict[str, Any]) -> str:
+    """One line of what reading a Common Crawl source took (its extract stage's ``crawl`` in ``stage.json``)."""
+    missing = crawl.get("missing_files", [])
+    named = f" ({', '.join(m['file'].rsplit('/', 1)[-1] for m in missing[:3])}{' ...' if len(missing) > 3 else ''})"
+    return (
+        f"crawl {source}: {crawl['crawl']} {crawl['kind']}: {crawl['fetched']} of {crawl['planned']} file(s) fetched, "
+        f"{crawl['requests']} request(s), {crawl['retried']} retried, {crawl['throttled']} throttled, "
+        f"{crawl['resumed']} resumed, {crawl['missing']} missing{named if missing else ''} "
+        f"({crawl['allow_missing']} allowed); {crawl['records']:,} records, {crawl['bytes'] / 1e6:,.1f} MB"
+    )
+
+
+def crawl_lines(chains: dict[str, list[Any]]) -> list[str]:
+    """:func:`crawl_line` for each source read from a Common Crawl dump, in the mixture's order."""
+    return [
+        crawl_line(name, r.doc["crawl"]) for name, chain in chains.items() for r in chain if "crawl" in r.doc
+    ]
+
+
 def token_plan(manifest: dict[str, Any], train_tokens: int | None) -> list[dict[str, Any]]:
     """Per component: tokens available, its share of the mixture, and (given a training length) the tokens its
     weight asks for and the epochs that implies."""

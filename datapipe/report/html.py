@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from datapipe import __version__
 from datapipe.report import BROWSE_PORT, plots
-from datapipe.report.collect import StageRecord, mixture_chains, token_plan
+from datapipe.report.collect import StageRecord, crawl_line, mixture_chains, token_plan
 from datapipe.report.runs import find_runs
 
 BROWSE_URL = f"http://127.0.0.1:{BROWSE_PORT}"
@@ -119,8 +119,11 @@ def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
                 f"<td>{removed or '-'}</td>"
                 f"<td>{html.escape(', '.join(f'{k} {v}' for k, v in sorted(r.counts['skipped'].items())) or '-')}</td></tr>"
             )
+        crawled = "".join(
+            f"<p>{html.escape(crawl_line(source, r.doc['crawl']))}</p>" for r in chain if "crawl" in r.doc
+        )
         out.append(
-            f"<h3>{html.escape(source)}</h3><table><tr><th>stage</th><th>in</th><th>kept</th><th>removed by reason</th>"
+            f"<h3>{html.escape(source)}</h3>{crawled}<table><tr><th>stage</th><th>in</th><th>kept</th><th>removed by reason</th>"
             f"<th>skipped (not documents)</th></tr>{''.join(rows)}</table>"
             + _img(plots.funnel(source, chain), f"{source} funnel", _view(base, "/") + f"#source-{source}")
         )
