@@ -268,3 +268,42 @@ def test_a_wrong_commoncrawl_block_is_one_line_naming_the_field(tmp_path: Path, 
     assert proc.returncode != 0
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and field in lines[0] and says in lines[0], proc.stderr
+
+
+def test_a_wet_dump_reads_common_crawls_own_text(tmp_path: Path, fixture_texts: list[str]) -> None:
+    """``kind: wet``: the listing ``wet.paths.gz`` and files of conversion records, each record's text a document
+    (no extraction)."""
+    import gzip
+    import io
+
+    from warcio.warcwriter import WARCWriter
+
+    root = tmp_path / "bucket"
+    texts = fixture_texts[:6]
+    paths = []
+    for i in range(2):
+        path = f"crawl-data/{CRAWL}/segments/1707947473347.{i}/wet/CC-MAIN-20240220211055-20240221001055-0000{i}.warc.wet.gz"
+        (root / path).parent.mkdir(parents=True)
+        with open(root / path, "wb") as f:
+            w = WARCWriter(f, gzip=True)
+            for j, text in enumerate(texts[i * 3 : i * 3 + 3]):
+                data = text.encode()
+                w.write_record(
+                    w.create_warc_record(
+                        f"https://example.org/{i}/{j}",
+                        "conversion",
+                        payload=io.BytesIO(data),
+                        length=len(data),
+                    )
+                )
+        paths.append(path)
+    (root / f"crawl-data/{CRAWL}/wet.paths.gz").write_bytes(gzip.compress(("\n".join(paths) + "\n").encode()))
+    with CrawlServer(root) as server:
+        mix = _mixture(tmp_path, server.url, files=2)
+        mix.write_text(mix.read_text().replace("      sample:", "      kind: wet\n      sample:"))
+        out = tmp_path / "out"
+        proc = run_build("--mixture", str(mix), "--output", str(out), "--engine", "local")
+    assert proc.returncode == 0, proc.stderr
+    cov = json.loads((_stage(out) / "stage.json").read_text())["crawl"]
+    assert cov["kind"] == "wet" and cov["fetched"] == 2 and cov["records"] == 6
+    assert (out / "web" / "crawl" / "wet.paths.gz").exists()
