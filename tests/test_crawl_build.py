@@ -307,3 +307,14 @@ def test_a_wet_dump_reads_common_crawls_own_text(tmp_path: Path, fixture_texts: 
     cov = json.loads((_stage(out) / "stage.json").read_text())["crawl"]
     assert cov["kind"] == "wet" and cov["fetched"] == 2 and cov["records"] == 6
     assert (out / "web" / "crawl" / "wet.paths.gz").exists()
+
+
+def test_s3_without_s3fs_is_one_line_saying_what_to_install(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    if __import__("importlib").util.find_spec("s3fs") is not None:
+        pytest.skip("s3fs is installed: the listing would be asked of AWS")
+    mix = _mixture(tmp_path, "s3://commoncrawl/")
+    proc = run_build("--mixture", str(mix), "--output", str(tmp_path / "o"), "--dry-run")
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    assert "sources.web.commoncrawl" in lines[0] and "datapipe[s3]" in lines[0]

@@ -164,6 +164,8 @@ def _try_fsspec(url: str, part: str, have: int, policy: FetchPolicy, done: Fetch
                 have += len(chunk)
     except (FileNotFoundError, PermissionError, IsADirectoryError) as e:
         raise Missing(f"{url}: {type(e).__name__}: {e} (not retried: the file is refused or absent)") from e
+    except ImportError as e:  # fsspec names the package its protocol needs (s3fs for s3://)
+        raise DatapipeError(f"{url}: {e} (for s3://: pip install 'datapipe[s3]')") from e
     except Exception as e:  # noqa: BLE001 - every other failure of a transport (each raises its own) is a retry
         said = str(e)
         done.throttled += "SlowDown" in said or "503" in said or "429" in said
