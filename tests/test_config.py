@@ -123,7 +123,7 @@ def test_negative_weight_names_the_field(tmp_path):
 
 def test_missing_required_and_bad_enum(tmp_path):
     assert _error_for(tmp_path, BASE.replace("  path: builtin:gpt2\n", "")).field == "tokenizer.path"
-    assert _error_for(tmp_path, BASE.replace("format: warc", "format: html")).field == "sources.web.format"
+    assert _error_for(tmp_path, BASE.replace("format: warc", "format: xml")).field == "sources.web.format"
 
 
 def test_bad_source_name(tmp_path):
@@ -187,9 +187,9 @@ def test_the_reader_table_and_the_schema_name_the_same_formats():
 
     enum = _find_format_enum(schemas.load("mixture"))
     assert sorted(enum) == sorted(FORMATS)
-    assert [name for name, f in FORMATS.items() if f.pages] == ["warc"]
-    with pytest.raises(ValueError, match="unknown format 'html'"):
-        input_format("html")
+    assert [name for name, f in FORMATS.items() if f.pages] == ["warc", "html"]
+    with pytest.raises(ValueError, match="unknown format 'xml'"):
+        input_format("xml")
 
 
 def _find_format_enum(node):

@@ -1,7 +1,7 @@
 """``--engine datatrove --executor ray`` (issue 42 item 4): a build on a real Ray cluster that the test starts on this
 machine (a head and two worker nodes, separate ``ray start`` processes, every address on loopback:
-``tests/ray_cluster.py``) writes Beam's bytes, and a worker node killed mid-build loses nothing. Slow (a cluster's
-start and a build on it): ``make test-all`` installs Ray and runs it."""
+``tests/ray_cluster.py``) writes Beam's bytes, and a worker node killed mid-build loses nothing. ``make test`` (and
+so CI) installs Ray with the dev extras and runs it (about two minutes: a cluster's start and a build on it)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,8 @@ def _digest(out: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.slow
 def test_a_build_on_a_ray_cluster_is_beams_and_survives_a_killed_node(built_small, small_mixture, tmp_path):
-    pytest.importorskip("ray", reason="make test-all installs Ray")
+    pytest.importorskip("ray", reason="the dev install (make venv) installs Ray")
     from tests.ray_cluster import loopback_cluster
 
     beam_out, _ = built_small
@@ -64,7 +63,7 @@ def test_ray_flags_are_checked_before_any_work(tmp_path):
 
     with pytest.raises(DatapipeError, match="--ray-address is a flag of --executor ray"):
         DatatroveOptions(executor="local", ray_address="127.0.0.2:6379")
-    pytest.importorskip("ray", reason="make test-all installs Ray")
+    pytest.importorskip("ray", reason="the dev install (make venv) installs Ray")
     with pytest.raises(DatapipeError, match="expected HOST:PORT"):
         check_ray("somewhere")
     with pytest.raises(DatapipeError, match=r"--ray-address 127.0.0.1:\d+: no Ray cluster answers there"):

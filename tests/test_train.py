@@ -442,4 +442,5 @@ def test_run_folder_is_named_and_another_runs_folder_is_refused(manifest, tmp_pa
     assert json.loads((run / "run.json").read_text())["manifest_sha256"] != "0" * 64
     folder = default_run_dir(manifest, "tiny")
     sha = hashlib.sha256(Path(manifest).read_bytes()).hexdigest()[:8]
-    assert folder == os.path.join("runs", f"{Path(manifest).parent.name}-tiny-{sha}")
+    # beside the build, where the report and the browser find its runs
+    assert folder == os.path.join(os.path.abspath(Path(manifest).parent), "runs", f"tiny-{sha}")

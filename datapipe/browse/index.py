@@ -174,8 +174,11 @@ def _select(chain: list[StageRecord]) -> str | None:
 
 
 def _minhash_threshold(rec: StageRecord) -> float | None:
-    """The Jaccard threshold a dedup stage ran MinHash with (its ``stage.json``), else None."""
+    """The Jaccard threshold a dedup stage ran MinHash with (its ``stage.json``), else None: also when it verified
+    no pair (FineWeb-2's preset), where a removal's Jaccard under the configured figure is not a missed keep."""
     minhash = rec.doc.get("config", {}).get("minhash") if rec.stage == "dedup" else None
+    if isinstance(minhash, dict) and minhash.get("verify") is False:
+        return None
     value = minhash.get("threshold") if isinstance(minhash, dict) else None
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -248,7 +251,8 @@ def shard_rows(
                     "threshold": (
                         threshold if r["threshold"] is None and r["reason"] == MINHASH else r["threshold"]
                     ),
-                    "language": meta.get("language") if same else None,
+                    # the removal list's own column (language ID's removals), where the document is not at hand
+                    "language": meta.get("language") if same else r.get("language"),
                     "language_score": meta.get("language_score") if same else None,
                     "page_type": meta.get("page_type") if same else _removed_page_type(r),
                     "quality": quality if quality is not None else _removed_quality(r, select),

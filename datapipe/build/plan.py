@@ -24,7 +24,8 @@ from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.crawl.source import CrawlPlan, plan_files, store_dir
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
-from datapipe.io.shards import Shard, make_shards
+from datapipe.io.html_files import FILES_PER_SHARD
+from datapipe.io.shards import Shard, make_bundles, make_shards
 from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,12 @@ def check_inputs(
             check_language_preset(
                 src.filters.preset, languages, src.filters.fallback, file=mixture.file, source=src.name
             )
+    resolve_languages(
+        mixture, sources
+    )  # its errors (a weight for a language the source cannot have) before work
+    for src in sources:
+        _check_rehydration(mixture, src)
+        _check_language_words(mixture, src)
     out: dict[str, list[str]] = {}
     for s in sources:
         files: list[str] = []
@@ -136,6 +143,67 @@ def check_inputs(
             if path and not fs.exists(path):
                 raise ConfigError(mixture.file, f"sources.{s.name}.filters.{key}", f"no such file {path!r}")
     return out
+
+
+def _check_rehydration(mixture: MixtureConfig, src: SourceConfig) -> None:
+    """The rehydration table exists (a misspelt name says which it may have meant) or its file reads."""
+    from datapipe.languages import LanguageError, rehydration_table
+
+    if src.rehydrate is None:
+        return
+    try:
+        rehydration_table(src.rehydrate.weights)
+    except LanguageError as e:
+        import difflib
+
+        from datapipe.languages.table import rehydration_tables
+
+        near = difflib.get_close_matches(src.rehydrate.weights, rehydration_tables(), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        raise ConfigError(mixture.file, f"sources.{src.name}.rehydrate.weights", f"{e}{hint}") from None
+
+
+def _check_language_words(mixture: MixtureConfig, src: SourceConfig) -> None:
+    """Per-language MinHash (``words: language``) splits each kept language's words: every tokenizer it needs,
+    its data packages too, is installed (a filter preset's languages are checked by ``check_language_preset``)."""
+    from datapipe.languages import LanguageError, assignment, lid176_language
+
+    mh = src.dedup.minhash if src.dedup is not None else None
+    if mh is None or mh.words != "language" or src.langid is None:
+        return
+    for i, code in enumerate(src.langid.languages):
+        try:
+            assignment(lid176_language(code))
+        except LanguageError as e:
+            raise ConfigError(mixture.file, f"sources.{src.name}.langid.languages[{i}]", str(e)) from None
+
+
+def resolve_languages(mixture: MixtureConfig, sources: tuple[SourceConfig, ...]) -> tuple[SourceConfig, ...]:
+    """Every language a source names as a language-script (``de``, ``deu_Latn`` -> ``deu_Latn``), so that one
+    language written two ways is one language: the same stage hashes, and ``by_language`` weights that find their
+    components. A weight for a language the source's language ID does not keep is a :class:`ConfigError`."""
+    from datapipe.languages import lid176_language
+
+    out = []
+    for src in sources:
+        lid, by = src.langid, src.by_language
+        if lid is not None:
+            lid = dataclasses.replace(
+                lid, languages=tuple(dict.fromkeys(lid176_language(x) for x in lid.languages))
+            )
+        if by is not None and by.explicit:
+            keys = [(k, lid176_language(k), w) for k, w in by.explicit]
+            kept = set(lid.languages) if lid is not None and lid.languages else None
+            for given, lang, _ in keys:
+                if kept is not None and lang not in kept:
+                    raise ConfigError(
+                        mixture.file,
+                        f"sources.{src.name}.by_language.weights.{given}",
+                        f"{lang}: the source's langid keeps only {', '.join(sorted(kept))}, so it has no such documents",
+                    )
+            by = dataclasses.replace(by, explicit=tuple(sorted((lang, w) for _, lang, w in keys)))
+        out.append(dataclasses.replace(src, langid=lid, by_language=by))
+    return tuple(out)
 
 
 def crawl_plan(mixture: MixtureConfig, src: SourceConfig, *, store: bool) -> CrawlPlan:
@@ -187,9 +255,10 @@ def plan_mixture(
     files: dict[str, list[str]],
     tokenizer_sha256: str,
 ) -> list[SourcePlan]:
-    """Every source's stages (the registry's, those its config asks for), each with its hash and folder."""
+    """Every source's stages (the registry's, those its config asks for), each with its hash and folder; each
+    source's languages as language-scripts (:func:`resolve_languages`)."""
     plans = []
-    for src in sources:
+    for src in resolve_languages(mixture, sources):
         inputs: list[Any]
         if src.commoncrawl is not None:
             # named by the path in the dump (crawl-data/<crawl>/segments/...), whichever mirror serves it: a
@@ -200,10 +269,13 @@ def plan_mixture(
             )
             inputs = [{"shard": s.name} for s in shards]
         else:
-            shards = make_shards(files[src.name], mixture.data_root)
+            if src.format == "html":  # a page a file: files bundled into shards
+                shards = make_bundles(files[src.name], mixture.data_root, FILES_PER_SHARD)
+            else:
+                shards = make_shards(files[src.name], mixture.data_root)
             # shard names are relative to the data root, so the same data mounted elsewhere (another clone, a
             # bucket copy) keeps its hashes; the size guards against a file replaced under the same name
-            inputs = [{"shard": s.name, "size": fs.size(s.url)} for s in shards]
+            inputs = [{"shard": name, "size": fs.size(url)} for s in shards for url, name in s.files()]
         stages: list[StagePlan] = []
         for kind in STAGES:
             config = kind.hash_config(mixture, src, tokenizer_sha256)

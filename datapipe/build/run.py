@@ -324,13 +324,23 @@ def _language_components(
     and what the manifest records of how."""
     cfg = sp.source.by_language
     assert cfg is not None
-    tokens = {lang: c["tokens"] for lang, c in cache["languages"].items()}
+    where = f"sources.{sp.source.name}.by_language"
+    languages = cache["languages"]
+    tokens = {lang: c["tokens"] for lang, c in languages.items()}
+    # what a language's size is counted in (a build made before chars and bytes were counted has tokens only)
+    sizes = {lang: c.get(cfg.by, 0) for lang, c in languages.items()} if cfg.by != "tokens" else tokens
+    if cfg.by != "tokens" and not any(sizes.values()):
+        raise ConfigError(
+            mixture.file, f"{where}.by", f"the cache counts no {cfg.by} by language: build again"
+        )
     budget = None
-    if mixture.train_tokens:  # the source's part of the planned training tokens
+    if mixture.train_tokens:  # the source's part of the planned training tokens, in the unit of `by`
         budget = mixture.train_tokens * sp.source.weight / total_weight
+        if cfg.by != "tokens" and sum(tokens.values()):
+            budget *= sum(sizes.values()) / sum(tokens.values())
     try:
         shares = language_shares(
-            tokens,
+            sizes,
             cfg.weights,
             alpha=cfg.alpha,
             max_epochs=cfg.max_epochs,
@@ -338,7 +348,26 @@ def _language_components(
             explicit=dict(cfg.explicit),
         )
     except ValueError as e:
-        raise ConfigError(mixture.file, f"sources.{sp.source.name}.by_language.weights", str(e)) from None
+        raise ConfigError(mixture.file, f"{where}.weights", str(e)) from None
+    for lang, weight in cfg.explicit:
+        if not sizes.get(lang):
+            print(
+                f"warning: {mixture.file}: {where}.weights.{lang}: no document in that language was kept: "
+                f"its weight {weight:g} is dropped, the others share the source's weight",
+                file=sys.stderr,
+            )
+    if cfg.weights == "unimax" and budget:
+        epochs = {lang: share * budget / sizes[lang] for lang, share in shares.items() if sizes.get(lang)}
+        over = {lang: e for lang, e in epochs.items() if e > cfg.max_epochs * (1 + 1e-9)}
+        if over:
+            worst = max(over, key=lambda k: over[k])
+            print(
+                f"warning: {mixture.file}: {where}.max_epochs: the source's share of train_tokens "
+                f"({budget:,.0f} {cfg.by}) is more than max_epochs {cfg.max_epochs:g} of all its languages "
+                f"({cfg.max_epochs * sum(sizes.values()):,.0f}): each is repeated past it ({worst} "
+                f"{over[worst]:.2f} epochs); lower the source's weight or train_tokens, or raise max_epochs",
+                file=sys.stderr,
+            )
     parts = []
     for lang, share in shares.items():
         folder = fs.join(tok.out_dir, lang)
@@ -354,11 +383,13 @@ def _language_components(
                 ledger,
             )
         )
-    record: dict[str, Any] = {"weights": cfg.weights, "shares": shares, "tokens": tokens}
+    record: dict[str, Any] = {"weights": cfg.weights, "by": cfg.by, "shares": shares, "tokens": tokens}
+    if cfg.by != "tokens":
+        record[cfg.by] = sizes
     if cfg.weights == "temperature":
         record["alpha"] = cfg.alpha
     if cfg.weights == "unimax":
-        record.update(max_epochs=cfg.max_epochs, budget_tokens=budget)
+        record.update(max_epochs=cfg.max_epochs, **{f"budget_{cfg.by}": budget})
     if "repeats" in cache:
         record["rehydrated_repeats"] = cache["repeats"]
     return parts, record

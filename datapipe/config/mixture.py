@@ -41,7 +41,7 @@ from datapipe.config.yamlio import load_yaml
 from datapipe.errors import ConfigError
 from datapipe.io import fs
 
-DEFAULT_TEXT_FIELD = {"jsonl": "text", "parquet": "content", "warc": ""}
+DEFAULT_TEXT_FIELD = {"jsonl": "text", "parquet": "content", "warc": "", "html": ""}
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,10 @@ class SourceConfig:
     keep_removed: bool = False  # every document stage also writes the documents it removed, per reason
     by_language: ByLanguageConfig | None = None  # one component per language
     rehydrate: RehydrateConfig | None = None
-    commoncrawl: CommonCrawlConfig | None = (
-        None  # read from a dump by name: ``paths`` are planned from its listing
+    # read from a dump by name: ``paths`` are planned from its listing
+    commoncrawl: CommonCrawlConfig | None = None
+    url_prefix: str = (
+        ""  # format html: a page's URL is this + its path under the data root (or its .url sidecar)
     )
 
     def reader_config(self) -> dict[str, Any]:
@@ -81,6 +83,8 @@ class SourceConfig:
         }
         if input_format(self.format).pages:
             out["extract"] = self.extract.to_dict()
+        if self.url_prefix:
+            out["url_prefix"] = self.url_prefix
         elif "max_record_bytes" in (ex := self.extract.to_dict()):
             out["max_record_bytes"] = ex["max_record_bytes"]
         if self.langid is not None:
@@ -158,7 +162,26 @@ def _by_language(doc: dict | None) -> ByLanguageConfig | None:
         explicit=explicit,
         alpha=float(doc.get("alpha", 0.3)),
         max_epochs=float(doc.get("max_epochs", 4.0)),
+        by=doc.get("by", "tokens"),
     )
+
+
+def _check_language_needs(src: SourceConfig, file: str) -> None:
+    """Settings that would do nothing without another: a config error naming the field, not a silent no-op."""
+    if src.by_language is not None and src.langid is None:
+        raise ConfigError(
+            file,
+            f"sources.{src.name}.by_language",
+            "needs langid: without it no document has a language and the source would be one 'unknown' component",
+        )
+    mh = src.dedup.minhash if src.dedup is not None else None
+    if src.rehydrate is not None and (mh is None or mh.words != "language"):
+        raise ConfigError(
+            file,
+            f"sources.{src.name}.rehydrate",
+            "needs dedup.minhash.preset fineweb2 (or words: language): rehydration repeats a document by the "
+            "size of the MinHash cluster it survived, and without those sizes it would repeat nothing",
+        )
 
 
 def _rehydrate(doc: dict | None, yaml_dir: str) -> RehydrateConfig | None:
@@ -372,6 +395,7 @@ def load_mixture(
                 pii=_pii(s.get("pii")),
                 description=s.get("description", ""),
                 real_location=s.get("real_location", ""),
+                url_prefix=s.get("url_prefix", ""),
                 keep_removed=bool(s.get("keep_removed", False)),
                 by_language=_by_language(s.get("by_language")),
                 rehydrate=_rehydrate(s.get("rehydrate"), yaml_dir),
@@ -382,6 +406,12 @@ def load_mixture(
                 ),
             )
         )
+    for src in sources:
+        _check_language_needs(src, file)
+        if src.url_prefix and src.format != "html":
+            raise ConfigError(
+                file, f"sources.{src.name}.url_prefix", "only a folder of HTML pages (format: html) has one"
+            )
     names = {s.name for s in sources}
     for i, entry in enumerate(doc.get("schedule", ())):
         for name in entry["weights"]:

@@ -398,6 +398,9 @@ class ByLanguageConfig:
     explicit: tuple[tuple[str, float], ...] = ()
     alpha: float = 0.3
     max_epochs: float = 4.0
+    # what a language's size is counted in: tokens follow the tokenizer (GPT-2 gives Japanese ~1.15 characters a
+    # token, German ~2.72), characters and UTF-8 bytes do not
+    by: str = "tokens"
 
 
 @dataclass(frozen=True)

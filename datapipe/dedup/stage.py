@@ -189,11 +189,15 @@ class DedupStage(TwoPhaseStage):
         if self._store is None:
             self._store = ShingleStore(self.out_dir, earlier=earlier_shards(self.config.against))
         similar = jaccard(self._store.get((self._shard, removed.doc)), self._store.get(removed.kept))
+        mh = self.config.minhash
+        unverified = mh is not None and not mh.verify
         return Removal(
             removed.reason,
             "jaccard_with_kept_copy",
             round(similar, 4),
-            note=f"kept copy {name}",
+            # without verification a shared LSH bucket is the whole rule: no Jaccard threshold applied
+            note=f"kept copy {name}"
+            + ("; no threshold applied (the preset verifies no pair)" if unverified else ""),
             related=name,
         )
 

@@ -233,8 +233,10 @@ class ExtractStage:
                         removed.add(place, rec, why)
                         continue
                 if self._keep(rec, got.text, stats, extracted=True):
+                    stats.count_language(rec, None)
                     docs.append(rec)
                 else:
+                    stats.count_language(rec, stats.last_reason or "")
                     removed.add(place, rec, stats.last_reason or "")
             pending.clear()
             places.clear()
@@ -254,6 +256,7 @@ class ExtractStage:
                 tally,
                 max_record_bytes=cfg.extract.max_record_bytes,
                 max_html_bytes=cfg.extract.max_bytes,
+                url_prefix=cfg.url_prefix,
             )
             if reading is not None
             else iter(())  # a missing crawl file: no documents, counted as missing
@@ -271,8 +274,10 @@ class ExtractStage:
             else:
                 flush_html()  # keep input order when a file mixes HTML and text records
                 if self._keep(rec, rec["text"], stats, extracted=False):
+                    stats.count_language(rec, None)
                     docs.append(rec)
                 else:
+                    stats.count_language(rec, stats.last_reason or "")
                     removed.add(place, rec, stats.last_reason or "")
         flush_html()
         account_read(tally, stats)

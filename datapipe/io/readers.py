@@ -24,6 +24,7 @@ import orjson
 
 from datapipe.errors import InputError
 from datapipe.io import fs
+from datapipe.io.html_files import check_html, read_html_files
 from datapipe.io.jsonl import DamagedStream, check_magic, iter_lines
 from datapipe.io.shards import Shard
 from datapipe.io.tally import ReadTally
@@ -255,7 +256,8 @@ def _parquet_rows(f: IO[bytes]) -> int:
     return int(_arrow()[1].ParquetFile(f).metadata.num_rows)
 
 
-Reader = Callable[[Shard, str, str, str, ReadTally, "int | None", "int | None"], Iterator[dict]]
+# (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
+Reader = Callable[[Shard, str, str, str, ReadTally, "int | None", "int | None", str], Iterator[dict]]
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,7 @@ class InputFormat:
     name: str
     pages: bool  # records are web pages for the extractor (WARC responses), not text
     check: Callable[[str, IO[bytes], str], None]  # (url, the open file, text_field): raise InputError
-    read: Reader  # (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes)
+    read: Reader  # (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
     rows: Callable[[IO[bytes]], int] | None = None  # the record count the file states (Parquet's footer)
 
 
@@ -279,7 +281,7 @@ FORMATS: dict[str, InputFormat] = {
             "jsonl",
             False,
             _check_jsonl,
-            lambda shard, source, text, ident, tally, cap, _html: read_jsonl(
+            lambda shard, source, text, ident, tally, cap, _html, _prefix: read_jsonl(
                 shard, source, text, ident, tally, cap
             ),
         ),
@@ -287,7 +289,7 @@ FORMATS: dict[str, InputFormat] = {
             "parquet",
             False,
             _check_parquet,
-            lambda shard, source, text, ident, tally, cap, _html: read_parquet(
+            lambda shard, source, text, ident, tally, cap, _html, _prefix: read_parquet(
                 shard, source, text, ident, tally, cap
             ),
             rows=_parquet_rows,
@@ -296,8 +298,16 @@ FORMATS: dict[str, InputFormat] = {
             "warc",
             True,
             _check_warc,
-            lambda shard, source, _text, _ident, tally, cap, html: read_warc(
+            lambda shard, source, _text, _ident, tally, cap, html, _prefix: read_warc(
                 shard, source, tally, html or UNLIMITED, cap or UNLIMITED
+            ),
+        ),
+        InputFormat(
+            "html",
+            True,
+            check_html,
+            lambda shard, source, _text, _ident, tally, _cap, html, prefix: read_html_files(
+                shard, source, tally, html or UNLIMITED, prefix
             ),
         ),
     )
@@ -334,14 +344,18 @@ def read_shard(
     *,
     max_record_bytes: int | None = None,
     max_html_bytes: int | None = None,
+    url_prefix: str = "",
 ) -> Iterator[dict]:
     """The shard's documents. A record over its cap is removed as ``read/too_large`` without being held whole
     (where the format allows: a JSONL line or a WARC record is dropped as it streams by; pyarrow hands a Parquet
     value over whole): ``max_html_bytes`` for a WARC response's page once decoded, ``max_record_bytes`` for every
-    other record (a JSONL line, a Parquet text value, a WET conversion). None: no cap."""
+    other record (a JSONL line, a Parquet text value, a WET conversion). None: no cap. ``url_prefix``: a folder of
+    HTML pages' URLs (:mod:`datapipe.io.html_files`)."""
     row = input_format(fmt)
-    if fs.size(shard.url) == 0:  # no records, whatever the format (pyarrow would call it not Parquet)
+    if (
+        not shard.members and fs.size(shard.url) == 0
+    ):  # no records, whatever the format (pyarrow would call it not Parquet)
         log.warning("%s: empty file", shard.url)
         tally.not_a_record("read/empty_file")
         return iter(())
-    return row.read(shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes)
+    return row.read(shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)

@@ -1,6 +1,6 @@
 """Input shards: the unit of work, of output files and of stable document ids.
 
-A shard is one input file. Shards are numbered in sorted URL order. A document keeps its own id from the input as
+A shard is one input file, or (a folder of HTML pages, one document a file) a bundle of files, its ``members``. Shards are numbered in sorted URL order. A document keeps its own id from the input as
 ``id`` (the JSONL or Parquet id field, the WARC-Record-ID), as the Dolma format does, and where it was read as
 ``ref``: ``<shard name>:<index>``, the same however many workers ran and whichever bundle a runner put the shard
 in; a document without an id of its own has its ``ref`` as ``id``. Decisions that need a stable, unique key (the
@@ -10,7 +10,7 @@ quality cut-off's tie-break) use ``ref``: input ids repeat (a crawl holds a page
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from datapipe.io import fs
 
@@ -20,6 +20,12 @@ class Shard:
     index: int
     url: str
     name: str  # path relative to the data root when under it, else the URL
+    # a bundle's files, each (url, name) as above, in order; empty for a shard of one file (``url``)
+    members: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def files(self) -> tuple[tuple[str, str], ...]:
+        """(url, name) of each file the shard reads: its members, or itself."""
+        return self.members or ((self.url, self.name),)
 
     @property
     def part(self) -> str:
@@ -37,11 +43,22 @@ class Shard:
         return {"id": own or ref, "ref": ref}
 
 
+def _name(url: str, root: str) -> str:
+    u = fs.local_path(url) if fs.is_local(url) else url
+    return u[len(root) :] if u.startswith(root) else os.path.basename(u) if fs.is_local(url) else url
+
+
 def make_shards(urls: list[str], data_root: str) -> tuple[Shard, ...]:
     root = fs.local_path(data_root).rstrip("/") + "/"
-    out = []
-    for i, url in enumerate(urls):
-        u = fs.local_path(url) if fs.is_local(url) else url
-        name = u[len(root) :] if u.startswith(root) else os.path.basename(u) if fs.is_local(url) else url
-        out.append(Shard(index=i, url=url, name=name))
-    return tuple(out)
+    return tuple(Shard(index=i, url=url, name=_name(url, root)) for i, url in enumerate(urls))
+
+
+def make_bundles(urls: list[str], data_root: str, per_shard: int) -> tuple[Shard, ...]:
+    """Shards of up to ``per_shard`` files each, in order (a folder of small files, one document each: a shard a
+    file would cost a stage's per-shard files and bookkeeping per page). A bundle is named by its first file."""
+    root = fs.local_path(data_root).rstrip("/") + "/"
+    named = [(url, _name(url, root)) for url in urls]
+    return tuple(
+        Shard(index=i, url=chunk[0][0], name=chunk[0][1], members=tuple(chunk))
+        for i, chunk in enumerate(named[k : k + per_shard] for k in range(0, len(named), per_shard))
+    )

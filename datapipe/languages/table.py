@@ -125,6 +125,11 @@ def _lid176() -> dict[str, str]:
         return json.load(f)
 
 
+def rehydration_tables() -> list[str]:
+    """The names of the rehydration tables FineWeb-2 published (``up_to_03_reps`` ...)."""
+    return sorted(_table()["rehydration"])
+
+
 def rehydration_table(weights: str) -> dict[str, dict[int, int]]:
     """Repeat counts by cluster size for every language: a FineWeb-2 table (``up_to_05_reps``) or a JSON file of
     the same shape (``{"deu_Latn": {"1": 1, "2": 3, ...}}``)."""

@@ -41,7 +41,10 @@ from datapipe.languages.table import LanguageError
 NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     "SpaCyTokenizer": (("spacy", "spacy"),),
     "WhitespaceTokenizer": (("spacy", "spacy"),),
-    "KiwiTokenizer": (("kiwipiepy", "'kiwipiepy<0.22' kiwipiepy-model"),),
+    "KiwiTokenizer": (
+        ("kiwipiepy", "'kiwipiepy<0.22' kiwipiepy-model"),
+        ("kiwipiepy_model", "kiwipiepy-model"),
+    ),
     "ThaiTokenizer": (("pythainlp", "pythainlp"),),
     "IndicNLPTokenizer": (("indicnlp", "indic-nlp-library"),),
     "KhmerTokenizer": (("khmernltk", "khmer-nltk"),),
@@ -50,7 +53,8 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 SPACY_EXTRA = {
     "zh": (("jieba", "jieba"),),
-    "ja": (("sudachipy", "sudachipy sudachidict-core"),),
+    # a tokenizer's data packages too (dictionaries, models): without them it fails at its first document
+    "ja": (("sudachipy", "sudachipy sudachidict-core"), ("sudachidict_core", "sudachidict-core")),
     "vi": (("pyvi", "pyvi"),),
 }
 # tokenizers whose models are fetched from the network at first use: not available offline, so not offered

@@ -183,12 +183,46 @@ def _languages(manifest: dict[str, Any], chains: dict[str, list[StageRecord]], b
                 f"<td class=n>{'-' if share is None else f'{share:.2%}'}</td></tr>"
             )
         how = record.get("weights")
-        note = f" (weights: {html.escape(str(how))})" if how else ""
+        note = (
+            f" (weights: {html.escape(str(how))}, by {html.escape(str(record.get('by', 'tokens')))})"
+            if how
+            else ""
+        )
         out.append(
             f"<h3>{html.escape(source)}{note}</h3><table><tr><th>language</th><th>judged by its filters</th>"
             f"<th>kept</th><th>tokens</th><th>share of the source</th></tr>{''.join(rows)}</table>"
+            + _language_funnel(source, chain, base)
         )
     return "".join(out) or "<p>No source is judged or split by language in this build.</p>"
+
+
+def _language_funnel(source: str, chain: list[StageRecord], base: str) -> str:
+    """Per language, each stage's documents in, kept and removed by reason (``stage.json``'s ``by_language``;
+    language ID's removals under the language it found), each reason a link to the browser's view of them."""
+    rows = []
+    for step, r in enumerate(chain):
+        for lang, c in sorted(r.counts.get("by_language", {}).items()):
+            removed = ", ".join(
+                _link(
+                    _view(
+                        base, "/docs", source=source, step=step, outcome="removed", reason=k, language=lang
+                    ),
+                    k,
+                )
+                + f" {v:,}"
+                for k, v in sorted(c["removed"].items(), key=lambda kv: -kv[1])
+            )
+            rows.append(
+                f"<tr><td>{html.escape(lang)}</td><td>{html.escape(r.stage)}</td><td class=n>{c['in']:,}</td>"
+                f"<td class=n>{c['kept']:,}</td><td>{removed or '-'}</td></tr>"
+            )
+    if not rows:
+        return ""
+    return (
+        "<table><tr><th>language</th><th>stage</th><th>in</th><th>kept</th><th>removed by reason</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _scores(chains: dict[str, list[StageRecord]], base: str) -> str:
@@ -365,7 +399,7 @@ def render_report(
         f"<!doctype html><html><head><meta charset='utf-8'><title>datapipe report: {html.escape(manifest['name'])}"
         f"</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>"
         f"<h1>datapipe report: {html.escape(manifest['name'])}</h1>"
-        f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(chains)} components</p>"
+        f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(manifest['components'])} components</p>"
         + toc
         + "".join(parts)
         + "</body></html>"

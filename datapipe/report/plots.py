@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 
 from datapipe.report.collect import StageRecord  # noqa: E402
 from datapipe.runtime.stats import bin_edges  # noqa: E402
@@ -86,6 +87,14 @@ def planned_vs_available(rows: list[dict[str, Any]], train_tokens: int | None) -
         )
     ax.set_xticks(list(x), names, rotation=30, ha="right")
     ax.set_yscale("log")
+    # the axis starts well below the smallest bar: a log axis fitted to the data began at it, and hid that bar
+    values = [r["tokens"] for r in rows] + ([r["planned_tokens"] for r in rows] if train_tokens else [])
+    positive = [v for v in values if v > 0]
+    if positive:
+        ax.set_ylim(bottom=min(positive) / 4)
+    for container in ax.containers:
+        if isinstance(container, BarContainer):
+            ax.bar_label(container, fmt="{:,.3g}", fontsize=7)
     ax.set_ylabel("tokens")
     title = "tokens per component" + (
         f": available vs. planned at {train_tokens:,} training tokens" if train_tokens else ""

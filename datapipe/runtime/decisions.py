@@ -40,6 +40,7 @@ def removed_schema() -> Any:
             ("threshold", pa.float64()),
             ("related", pa.string()),
             ("chars", pa.int64()),
+            ("language", pa.string()),  # the language ID found, when it ran: its removals can be found by it
         ]
     )
 
@@ -76,6 +77,9 @@ class RemovedLog:
                 "reason": str(reason),
                 **evidence_of(reason),
                 "chars": len(str(doc.get("text") or "")),
+                "language": (str(meta.get("language")) if meta.get("language") else None)
+                if isinstance(meta, dict)
+                else None,
             }
         )
 

@@ -268,9 +268,11 @@ class DocumentStage:
                 stats.chars_out += len(doc["text"])
                 stats.observe("kept_chars", len(doc["text"]))
                 stats.sample("kept", doc)
+                stats.count_language(doc, None)
                 kept.append(doc)
             elif stats.last_reason is not None:
                 stats.sample(stats.last_reason, doc)
+                stats.count_language(doc, stats.last_reason)
                 removed.add(i, doc, stats.last_reason)
         write_records_atomic(self.part_url(shard), kept)
         removed.write(removed_url(self.out_dir, shard))

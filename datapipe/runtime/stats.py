@@ -51,6 +51,8 @@ class StageStats:
     hists: dict[str, tuple[str, Counter]] = field(default_factory=dict)
     # a few documents per outcome ("kept", or the removal reason), for reports and `datapipe inspect`
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # per language a document was identified as (metadata.language): "in", "kept" and each removal reason
+    languages: dict[str, Counter] = field(default_factory=dict)
     last_reason: str | None = field(default=None, compare=False, repr=False)
 
     def remove(self, reason: str, n: int = 1) -> None:
@@ -89,6 +91,17 @@ class StageStats:
                 }
             )
 
+    def count_language(self, doc: dict[str, Any], reason: str | None) -> None:
+        """Count a decided document under its language (when language ID gave it one): kept (``reason`` None)
+        or removed for ``reason``. Language ID's own removals count under the language it found."""
+        meta = doc.get("metadata")
+        language = meta.get("language") if isinstance(meta, dict) else None
+        if not language:
+            return
+        counts = self.languages.setdefault(str(language), Counter())
+        counts["in"] += 1
+        counts["kept" if reason is None else str(reason)] += 1
+
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] += n
 
@@ -111,6 +124,10 @@ class StageStats:
                 k: (self.samples.get(k, []) + other.samples.get(k, []))[:SAMPLES_PER_REASON]
                 for k in sorted(set(self.samples) | set(other.samples))
             },
+            languages={
+                k: self.languages.get(k, Counter()) + other.languages.get(k, Counter())
+                for k in sorted(set(self.languages) | set(other.languages))
+            },
         )
 
     def to_dict(self, detail: bool = True) -> dict[str, Any]:
@@ -131,6 +148,15 @@ class StageStats:
                 for name, (kind, bins) in sorted(self.hists.items())
             }
             out["samples"] = {k: v for k, v in sorted(self.samples.items())}
+        if self.languages:  # only where language ID ran: other builds' records stay as they were
+            out["by_language"] = {
+                lang: {
+                    "in": c["in"],
+                    "kept": c["kept"],
+                    "removed": {k: n for k, n in sorted(c.items()) if k not in ("in", "kept")},
+                }
+                for lang, c in sorted(self.languages.items())
+            }
         return out
 
     @classmethod
@@ -149,6 +175,10 @@ class StageStats:
                 for name, h in d.get("hists", {}).items()
             },
             samples={k: list(v) for k, v in d.get("samples", {}).items()},
+            languages={
+                lang: Counter({"in": c["in"], "kept": c["kept"], **c["removed"]})
+                for lang, c in d.get("by_language", {}).items()
+            },
         )
 
 

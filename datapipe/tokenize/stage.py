@@ -135,6 +135,13 @@ class TokenizeStage:
             stats.docs_kept += 1
             key = (doc.get("metadata", {}).get("language") or "unknown") if self.by_language else ""
             times = self._repeats(doc, stats)
+            if (
+                self.by_language
+            ):  # a language's size in characters and bytes, beside its tokens (by_language.by)
+                stats.counters[f"language_chars/{key}"] += len(doc["text"]) * times
+                stats.counters[f"language_bytes/{key}"] += (
+                    len(doc["text"].encode("utf-8", "surrogatepass")) * times
+                )
             if times > 1:
                 stats.counters["rehydrate/repeats"] += times - 1
             batch.append((key, times, doc["text"]))
@@ -181,6 +188,9 @@ class TokenizeStage:
             assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
             write_ledger(folder, ledger)
             caches[key] = {"rows": rows, "tokens": tokens}
+            if self.by_language:
+                for what in ("chars", "bytes"):
+                    caches[key][what] = sum(st.counters.get(f"language_{what}/{key}", 0) for st in stats)
         total = {f: sum(c[f] for c in caches.values()) for f in ("rows", "tokens")}
         out: dict[str, Any] = {**total, "tokenizer": identity}
         if self.by_language:

@@ -147,14 +147,15 @@ def cmd_export_hf(args: argparse.Namespace) -> int:
 
 
 def default_run_dir(mixture: str, model: str) -> str:
-    """``runs/<mixture folder>-<model>-<8 hex of the manifest's sha256>``: two mixtures (or two builds of one
-    mixture folder) never share a run folder, and the same manifest and model resume in theirs."""
+    """``<build>/runs/<model>-<8 hex of the manifest's sha256>``, beside the manifest: where ``datapipe report`` and
+    ``datapipe browse`` look for a build's runs; two builds (or two manifests of one folder) never share a run
+    folder, and the same manifest and model resume in theirs."""
     from datapipe.train.trainer import manifest_url
 
     url = manifest_url(mixture or "out/x")
-    name = os.path.basename(os.path.dirname(os.path.abspath(url)))
     digest = hashlib.sha256(fs.read_bytes(url)).hexdigest()[:8] if fs.exists(url) else "none"
-    return os.path.join("runs", f"{name}-{model}-{digest}")
+    build = fs.parent(url) if fs.has_protocol(url) else os.path.dirname(os.path.abspath(url))
+    return fs.join(build, "runs", f"{model}-{digest}")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
