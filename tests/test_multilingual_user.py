@@ -66,6 +66,27 @@ def test_weights_by_short_code_build_each_languages_component_with_reasons(tmp_p
     client = TestClient(create_app(str(out), str(tmp_path / "index"), say=lambda _: None))
     removed = client.get("/docs", params={"language": "fra_Latn", "outcome": "removed"})
     assert removed.status_code == 200 and "langid/language" in removed.text
+    # and such a document opens, with the text language ID read (kept in the removal list)
+    import re
+    from html import unescape
+
+    link = re.search(r'href="(/doc\?source=web&(?:amp;)?ref=[^"]+)"', removed.text)
+    assert link is not None
+    page = client.get(unescape(link.group(1)))
+    french = _first_text(out, "fra_Latn")
+    assert page.status_code == 200 and french[:60] in unescape(page.text)
+
+
+def _first_text(out: Path, language: str) -> str:
+    """The text of the first document the extract stage's language ID removed as ``language``."""
+    import pyarrow.parquet as pq
+
+    (folder,) = (out / "web").glob("extract-*")
+    for part in sorted(folder.glob("part-*.removed.parquet")):
+        for row in pq.read_table(part).to_pylist():
+            if row["language"] == language and row["text"]:
+                return str(row["text"])
+    raise AssertionError(f"no {language} removal with its text")
 
 
 def test_the_same_languages_written_two_ways_are_one_stage_hash(tmp_path: Path) -> None:

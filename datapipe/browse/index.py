@@ -256,7 +256,9 @@ def shard_rows(
                     "language_score": meta.get("language_score") if same else None,
                     "page_type": meta.get("page_type") if same else _removed_page_type(r),
                     "quality": quality if quality is not None else _removed_quality(r, select),
-                    "text": str(before.get("text") or "") if same and before is not None else None,
+                    "text": str(before.get("text") or "")
+                    if same and before is not None
+                    else r.get("text"),  # language ID's removals keep their text in the removal list
                 },
             )
         )

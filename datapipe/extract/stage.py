@@ -41,6 +41,11 @@ from datapipe.runtime.watch import Watch
 BATCH = 64  # pages sent to the extraction process at once
 
 
+def _identified(reason: str | None) -> bool:
+    """A removal by language ID: its text, extracted here, is kept in the removal list (the browser shows it)."""
+    return str(reason or "").startswith("langid/")
+
+
 def _page_rule(cfg: SourceConfig) -> str:
     """The source's page-type rule as the evidence of a removal says it (``keep: article, forum``)."""
     return "; ".join(f"{how}: {', '.join(types)}" for how, types in cfg.extract.page_types)
@@ -237,7 +242,7 @@ class ExtractStage:
                     docs.append(rec)
                 else:
                     stats.count_language(rec, stats.last_reason or "")
-                    removed.add(place, rec, stats.last_reason or "")
+                    removed.add(place, rec, stats.last_reason or "", with_text=_identified(stats.last_reason))
             pending.clear()
             places.clear()
 
@@ -278,7 +283,7 @@ class ExtractStage:
                     docs.append(rec)
                 else:
                     stats.count_language(rec, stats.last_reason or "")
-                    removed.add(place, rec, stats.last_reason or "")
+                    removed.add(place, rec, stats.last_reason or "", with_text=_identified(stats.last_reason))
         flush_html()
         account_read(tally, stats)
         for rec in docs:

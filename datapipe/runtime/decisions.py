@@ -41,6 +41,9 @@ def removed_schema() -> Any:
             ("related", pa.string()),
             ("chars", pa.int64()),
             ("language", pa.string()),  # the language ID found, when it ran: its removals can be found by it
+            # the document's text where no later reader could see it otherwise (language ID's removals: the
+            # extract stage's input is HTML, its text exists only once extracted); null elsewhere
+            ("text", pa.string()),
         ]
     )
 
@@ -61,7 +64,8 @@ class RemovedLog:
         self.keep_documents = keep_documents
         self.documents: dict[str, list[dict[str, Any]]] = {}
 
-    def add(self, index: int, doc: dict[str, Any], reason: str) -> None:
+    def add(self, index: int, doc: dict[str, Any], reason: str, *, with_text: bool = False) -> None:
+        """Record a removed document; ``with_text`` keeps its text in the row (see :func:`removed_schema`)."""
         if self.keep_documents:
             own: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
             explained = reason.explained() if isinstance(reason, Removal) else str(reason)
@@ -80,6 +84,7 @@ class RemovedLog:
                 "language": (str(meta.get("language")) if meta.get("language") else None)
                 if isinstance(meta, dict)
                 else None,
+                "text": str(doc.get("text") or "") if with_text else None,
             }
         )
 
