@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "build_chain": "datapipe.filters.presets",
     "FilterDoc": "datapipe.filters.document",
     "MinHasher": "datapipe.dedup.minhash",
-    "normalize": "datapipe.dedup.normalize",
+    "normalize": "datapipe.kernels.normalize",
     "load_scorer": "datapipe.quality.scorers",
     "load_tokenizer": "datapipe.tokenize.tokenizer",
     # errors a user sees as one line

@@ -74,7 +74,7 @@ def _fasttext_top(model, text: str) -> tuple[str, float] | None:
 @pytest.fixture(scope="module")
 def both():
     from datapipe.io.models import load_fasttext
-    from datapipe.langid.predict import read_model
+    from datapipe.kernels.fasttext import read_model
 
     path = bundled_model_path()
     ours = read_model(path)
@@ -147,7 +147,7 @@ def test_generated_text_gets_fasttexts_answer(both, text):
 
 
 def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
-    from datapipe.langid.predict import read_model
+    from datapipe.kernels.fasttext import read_model
 
     small, big = read_model(bundled_model_path()), read_model(bundled_model_path())
     small.memo_size = 300  # starts over every few documents
@@ -157,8 +157,8 @@ def test_a_small_memo_starts_over_without_changing_answers(fixture_texts):
 
 
 def test_a_memo_grown_mid_text_gives_the_same_answers(both, fixture_texts):
+    from datapipe.kernels.fasttext import read_model
     from datapipe.kernels.interned import Interned
-    from datapipe.langid.predict import read_model
 
     _, theirs = both
     ours = read_model(bundled_model_path())
@@ -195,7 +195,7 @@ def _train(tmp_path: Path, **hyper):
 def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
     """A model trained here: dense and unpruned, then quantized and pruned with and without quantized norms."""
     from datapipe.io.models import load_fasttext
-    from datapipe.langid.predict import read_model
+    from datapipe.kernels.fasttext import read_model
 
     hyper = {"loss": "hs", "dim": 8, "minn": 2, "maxn": 4, "bucket": 20_000, "epoch": 3}
     texts = [t.replace("\n", " ") for t in fixture_texts[::7]]
@@ -216,7 +216,7 @@ def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_
 
 
 def test_other_models_and_other_files_stay_with_fasttext(tmp_path):
-    from datapipe.langid.predict import read_model
+    from datapipe.kernels.fasttext import read_model
 
     not_a_model = tmp_path / "x.bin"
     not_a_model.write_bytes(b"not a fastText model")
@@ -247,7 +247,7 @@ def test_the_bucket_bits_give_each_bucket_the_row_fasttexts_map_gives(bucket, pa
     as fastText fills its map, in file order (a bucket named again takes the later row); unpruned: ``nwords + b``."""
     import numpy as np
 
-    from datapipe.langid.predict import bucket_index, bucket_row
+    from datapipe.kernels.fasttext import bucket_index, bucket_row
 
     nwords = 1000
     dense = np.full(bucket, -1, dtype=np.int64)

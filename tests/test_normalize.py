@@ -9,7 +9,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datapipe.dedup.normalize import _TABLE, _one_pass_of, normalize, normalized_utf8
+from datapipe.kernels.normalize import _TABLE, _one_pass_of, normalize, normalized_utf8
 
 
 def _contexts(c: str) -> str:

@@ -359,10 +359,10 @@ def test_a_finished_stage_holds_no_file_a_killed_writer_left(tmp_path):
     """A worker killed mid-write (a Ray node, seen on a fresh clone) leaves ``.tmp-*`` beside the stage's parts
     while its shard runs again elsewhere; the stage's finish removes it before ``_SUCCESS``."""
     from datapipe import Shard
-    from datapipe.runtime.stage import finish_stage
+    from datapipe.runtime.stage import StageBase, finish_stage
     from datapipe.runtime.stats import StageStats
 
-    class Done:
+    class Done(StageBase):
         name, source, out_dir = "count", "web", str(tmp_path)
 
         def finalize(self, shards, stats):

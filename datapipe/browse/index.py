@@ -36,6 +36,7 @@ from typing import Any
 
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
+from datapipe.io.shards import part_name, records_name
 from datapipe.report.collect import StageRecord
 from datapipe.runtime.decisions import KEPT_DIR, removed_schema
 from datapipe.runtime.decisions import SUFFIX as REMOVED_SUFFIX
@@ -112,7 +113,7 @@ def _parts(stage_url: str) -> list[int]:
 
 
 def _part(stage_url: str, shard: int) -> str:
-    return fs.join(stage_url, f"part-{shard:05d}.jsonl.zst")
+    return fs.join(stage_url, records_name(shard))
 
 
 def _kept(stage_url: str, shard: int) -> list[dict[str, Any]]:
@@ -124,7 +125,7 @@ def _removed(stage_url: str, shard: int) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    url = fs.join(stage_url, f"part-{shard:05d}{REMOVED_SUFFIX}")
+    url = fs.join(stage_url, part_name(shard) + REMOVED_SUFFIX)
     if not fs.exists(url):
         return []
     return pq.read_table(pa.BufferReader(fs.read_bytes(url)), use_threads=False).to_pylist()
@@ -133,7 +134,7 @@ def _removed(stage_url: str, shard: int) -> list[dict[str, Any]]:
 def _kept_removed(stage_url: str, shard: int) -> dict[str, dict[str, Any]]:
     """ref -> document, from the removed documents a ``keep_removed`` stage wrote: the only text a first stage's
     removals have (its input is raw)."""
-    urls = fs.glob(fs.join(stage_url, KEPT_DIR, "**", f"part-{shard:05d}.jsonl.zst"))
+    urls = fs.glob(fs.join(stage_url, KEPT_DIR, "**", records_name(shard)))
     return {str(d.get("ref", d.get("id", ""))): d for u in sorted(urls) for d in read_records(u)}
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
+from datapipe.runtime.phase import TaskRow
 from datapipe.runtime.stage import Stage
 
 # the global phases an engine must know how to run (each with its pure decisions in datapipe/)
@@ -30,8 +31,8 @@ _PHASE_TASKS = {
 }
 
 
-def phase_tasks(phase: str) -> tuple[tuple[str, Callable[..., Any], str], ...]:
-    """The task table of a global phase: the one protocol both engines execute (Beam's file-shuffle path and
+def phase_tasks(phase: str) -> tuple[TaskRow, ...]:
+    """The task table of a global phase (:mod:`datapipe.runtime.phase`): the one protocol both engines execute (Beam's file-shuffle path and
     datatrove always; Beam's GroupByKey path is the alternative for dedup and paragraphs on a distributed
     runner)."""
     module, name = _PHASE_TASKS[phase]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from datapipe.dedup.normalize import normalize_words
+from datapipe.kernels.normalize import normalize_words
 
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier (golden ratio): a bijection on each step
 

@@ -21,8 +21,8 @@ import xxhash
 from datatrove.utils.text import PUNCTUATION
 
 from datapipe.config.stages import MinHashConfig
-from datapipe.dedup.normalize import normalized_bytes
 from datapipe.kernels.jit import kernel
+from datapipe.kernels.normalize import normalized_bytes
 
 MAX_HASH = np.uint64((1 << 64) - 1)
 
@@ -144,7 +144,7 @@ def shingle_hashes(text: str, ngram: int = 5) -> np.ndarray:
 
 
 def shingle_hashes_of_normalized(normalized: bytes, ngram: int = 5) -> np.ndarray:
-    """:func:`shingle_hashes` of a text whose UTF-8 normalization (:func:`datapipe.dedup.normalize.normalize`) is
+    """:func:`shingle_hashes` of a text whose UTF-8 normalization (:func:`datapipe.kernels.normalize.normalize`) is
     ``normalized``: what a stage that also hashes the normalized text for exact dedup gives, so that a text is
     normalized once (on the e2e benchmark's non-ASCII documents the second normalization was 0.58 of the 1.34 CPU
     s that signing took)."""

@@ -52,7 +52,7 @@ from datapipe.dedup.store import (
 )
 from datapipe.io import fs
 from datapipe.io.partitioned import gather, read_all, write_partitioned
-from datapipe.io.shards import Shard
+from datapipe.io.shards import Shard, part_name
 
 SHARDS_PER_PART = 8  # a partition holds about this many input shards' keys
 MAX_PARTS = 4096
@@ -119,7 +119,7 @@ class Spill:
         return k - len(self.earlier)
 
     def url(self, kind: str, index: int) -> str:
-        return fs.join(self.scratch, kind, f"part-{index:05d}")
+        return fs.join(self.scratch, kind, part_name(index))
 
     def urls(self, kind: str, indices: tuple[int, ...] | range) -> list[str]:
         return [self.url(kind, i) for i in indices]

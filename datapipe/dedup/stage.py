@@ -18,7 +18,6 @@ import xxhash
 from datapipe.config.stages import DedupConfig, ParagraphConfig
 from datapipe.dedup.components import MINHASH
 from datapipe.dedup.minhash import MinHasher, Shingler, jaccard
-from datapipe.dedup.normalize import normalize, normalized_utf8
 from datapipe.dedup.store import (
     DocRemoval,
     ShingleStore,
@@ -34,6 +33,7 @@ from datapipe.dedup.store import (
 from datapipe.dedup.wordsig import LanguageSigner
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
+from datapipe.kernels.normalize import normalize, normalized_utf8
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
 from datapipe.runtime.stage import TwoPhaseStage

@@ -33,10 +33,11 @@ import numpy as np
 from datapipe.dedup.components import chained_reason
 from datapipe.errors import InputError
 from datapipe.io import fs
+from datapipe.io.shards import part_name
 
 
 def shingles_url(stage_dir: str, shard_index: int) -> str:
-    return fs.join(stage_dir, "shingles", f"part-{shard_index:05d}.npz")
+    return fs.join(stage_dir, "shingles", part_name(shard_index) + ".npz")
 
 
 def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray]) -> None:
@@ -49,7 +50,7 @@ def write_shingles(stage_dir: str, shard_index: int, sets: list[np.ndarray]) -> 
 
 
 def ids_url(stage_dir: str, shard_index: int) -> str:
-    return fs.join(stage_dir, "ids", f"part-{shard_index:05d}.json")
+    return fs.join(stage_dir, "ids", part_name(shard_index) + ".json")
 
 
 def write_ids(stage_dir: str, shard_index: int, ids: list[str]) -> None:
@@ -185,7 +186,7 @@ def _stored_array_start(f: Any, info: zipfile.ZipInfo) -> int:
 
 
 def removals_url(stage_dir: str, shard_index: int) -> str:
-    return fs.join(stage_dir, "removals", f"part-{shard_index:05d}.json")
+    return fs.join(stage_dir, "removals", part_name(shard_index) + ".json")
 
 
 class DocRemoval(NamedTuple):
@@ -307,7 +308,7 @@ def write_edges(stage_dir: str, shard: int, block: int, edges: list) -> None:
     """One block's edges ``(a, b, jaccard)``, sorted."""
     items = sorted([list(a), list(b), j] for a, b, j in edges)
     fs.write_text_atomic(
-        fs.join(stage_dir, "edges", f"part-{shard:05d}-{block:05d}.json"), json.dumps(items) + "\n"
+        fs.join(stage_dir, "edges", f"{part_name(shard)}-{block:05d}.json"), json.dumps(items) + "\n"
     )
 
 

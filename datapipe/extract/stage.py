@@ -35,6 +35,7 @@ from datapipe.langid.identifier import LanguageIdentifier, LanguageSelection
 from datapipe.runtime.decisions import RemovedLog, removed_url
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
+from datapipe.runtime.stage import StageBase
 from datapipe.runtime.stats import StageStats, merge_all
 from datapipe.runtime.watch import Watch
 
@@ -73,7 +74,7 @@ WARMUP_PAGE = (
 
 
 @dataclass
-class ExtractStage:
+class ExtractStage(StageBase):
     source_config: SourceConfig
     out_dir: str
     name: str = "extract"
@@ -134,7 +135,7 @@ class ExtractStage:
             self._lid = LanguageIdentifier(cfg.langid.model)
 
     def part_url(self, shard: Shard) -> str:
-        return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
+        return fs.join(self.out_dir, shard.records)
 
     def has_output(self, shard: Shard) -> bool:
         # a crawl file that was missing is tried again by the next run
@@ -299,7 +300,7 @@ class ExtractStage:
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        out: dict[str, Any] = {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+        out: dict[str, Any] = {"parts": [s.records for s in shards]}
         cc = self.source_config.commoncrawl
         if cc is not None:
             missing = [

@@ -30,7 +30,12 @@ class Shard:
     @property
     def part(self) -> str:
         """File stem of this shard's outputs in every stage folder."""
-        return f"part-{self.index:05d}"
+        return part_name(self.index)
+
+    @property
+    def records(self) -> str:
+        """The file name of this shard's documents in a stage folder."""
+        return records_name(self.index)
 
     def doc_ref(self, i: int) -> str:
         """Where the shard's ``i``-th document was read: ``<shard name>:<index>``."""
@@ -41,6 +46,16 @@ class Shard:
         ref = self.doc_ref(i)
         own = "" if own_id is None else str(own_id).strip()
         return {"id": own or ref, "ref": ref}
+
+
+def part_name(index: int) -> str:
+    """The file stem of shard ``index``'s outputs in a stage folder (``part-00003``): spelled here only."""
+    return f"part-{index:05d}"
+
+
+def records_name(index: int) -> str:
+    """The file of shard ``index``'s documents in a stage folder (``part-00003.jsonl.zst``): spelled here only."""
+    return f"{part_name(index)}.jsonl.zst"
 
 
 def _name(url: str, root: str) -> str:

@@ -1,5 +1,5 @@
 """Compiled span comparison for the open-addressing tables that confirm a matching hash element by element
-(``datapipe.filters.gopher``'s n-gram tables, ``datapipe.langid.predict``'s word table): a hash picks the
+(``datapipe.filters.gopher``'s n-gram tables, ``datapipe.kernels.fasttext``'s word table): a hash picks the
 candidate, this decides, so no collision can merge two different spans."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ given by path or URL.
 
 As DCLM does, the whole document is classified with its newlines replaced by spaces, and the top label and its
 probability are kept. For ``lid.176`` and other hierarchical-softmax models the prediction is computed by
-:mod:`datapipe.langid.predict` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~5x
+:mod:`datapipe.kernels.fasttext` (fastText's arithmetic bit for bit, each distinct word's rows found once: ~5x
 less CPU); any other model runs in fastText itself.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from datapipe.io import fs
 from datapipe.io.models import bundled_model_path, load_fasttext
-from datapipe.langid.predict import read_model
+from datapipe.kernels.fasttext import read_model
 from datapipe.languages import LanguageError, language_config, lid176_language
 from datapipe.languages.table import LANG_SCRIPT
 from datapipe.runtime.evidence import Removal

@@ -15,11 +15,11 @@ float32 sum of the token rows in token order, the end-of-line token's, then each
 hash ``h * 116049371 + hash`` in 64 bits over the tokens' sign-extended 32-bit FNV-1a hashes, modulo the bucket
 count), scaled by ``float(1.0 / n)``; each label's float32 dot product in order; the softmax's ``exp`` in double
 rounded to float, float sums and quotients; ``std_log`` and the final ``expf`` as for language ID
-(:mod:`datapipe.langid.predict`). So a score is the same float as ``QualityModel``'s through fastText
+(:mod:`datapipe.kernels.fasttext`). So a score is the same float as ``QualityModel``'s through fastText
 (``tests/test_quality.py`` checks every fixture page and generated texts: labels and ``</s>`` in the text, NUL,
 Unicode white space, no word at all).
 
-Supported: what :func:`datapipe.langid.predict.read_supervised` reads with the softmax loss (dense or
+Supported: what :func:`datapipe.kernels.fasttext.read_supervised` reads with the softmax loss (dense or
 product-quantized input, dense output, pruned or not, any word n-gram length and subword range). Anything else,
 a text with a lone surrogate or over :data:`MAX_CHARS` characters, is left to fastText.
 """
@@ -30,10 +30,7 @@ import math
 
 import numpy as np
 
-from datapipe.kernels.interned import Interned, find, has_room, insert, scan_growing
-from datapipe.kernels.jit import kernel
-from datapipe.kernels.utf8 import decode, utf8_within
-from datapipe.langid.predict import (
+from datapipe.kernels.fasttext import (
     EOS,
     LOSS_SOFTMAX,
     Supervised,
@@ -49,6 +46,9 @@ from datapipe.langid.predict import (
     subword_rows,
     vocabulary,
 )
+from datapipe.kernels.interned import Interned, find, has_room, insert, scan_growing
+from datapipe.kernels.jit import kernel
+from datapipe.kernels.utf8 import decode, utf8_within
 from datapipe.languages.chunk_ids import white_space
 
 MAX_CHARS = 1 << 24  # a longer text goes to fastText (the pass's per-text arrays are sized by the text)

@@ -106,9 +106,7 @@ class RemovedLog:
         from datapipe.io.jsonl import write_records_atomic
 
         for reason, docs in sorted(self.documents.items()):
-            write_records_atomic(
-                fs.join(out_dir, KEPT_DIR, *reason.split("/"), f"{shard.part}.jsonl.zst"), docs
-            )
+            write_records_atomic(fs.join(out_dir, KEPT_DIR, *reason.split("/"), shard.records), docs)
 
 
 def read_removed(out_dir: str) -> Any:

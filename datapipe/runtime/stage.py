@@ -60,6 +60,29 @@ class Stage(Protocol):
         """Called once after every shard is done; returns extra fields for ``stage.json``."""
         ...
 
+    def teardown(self) -> None:
+        """Release what :meth:`setup` loaded in this process (a sandbox's child): an engine's worker is done with
+        the stage."""
+        ...
+
+    def cleanup(self) -> None:
+        """Delete the stage's scratch files, once, after :meth:`finalize` and before the commit."""
+        ...
+
+
+class StageBase:
+    """The stage lifecycle's no-op defaults: a stage overrides what it needs (heavy resources in ``setup``, their
+    release in ``teardown``, scratch files in ``cleanup``), and every engine calls all three without asking."""
+
+    def setup(self) -> None:
+        pass
+
+    def teardown(self) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        pass
+
 
 @runtime_checkable
 class Supervised(Protocol):
@@ -157,11 +180,7 @@ def finish_stage(
     stats = [stats[i] for i in order]
     total = merge_all(stats)
     extra = stage.finalize(shards, stats)
-    cleanup = getattr(stage, "cleanup", None)
-    if (
-        cleanup is not None
-    ):  # before the commit: a kill after it must not leave scratch files in a finished stage
-        cleanup()
+    stage.cleanup()  # before the commit: a kill after it must not leave scratch files in a finished stage
     # a worker killed mid-write while the build went on (its shard ran again elsewhere: a Ray node, a datatrove
     # task) left its half-written file; every shard is committed now, so no writer of this stage is left
     remove_temporaries(stage.out_dir)
@@ -210,7 +229,7 @@ def read_stage_record(out_dir: str) -> StageRecord:
     return StageRecord.from_json(fs.read_text(url), url)
 
 
-class DocumentStage:
+class DocumentStage(StageBase):
     """Base for stages that read the upstream stage's ``part-NNNNN.jsonl.zst`` and write their own.
 
     Subclasses implement :meth:`keep`, which decides one document (by its position in the shard; it may rewrite the
@@ -227,14 +246,11 @@ class DocumentStage:
         False  # a source's keep_removed: the removed documents are written too (set by the planner)
     )
 
-    def setup(self) -> None:
-        pass
-
     def upstream(self, shard: Shard) -> str:
-        return fs.join(self.input_dir, f"{shard.part}.jsonl.zst")
+        return fs.join(self.input_dir, shard.records)
 
     def part_url(self, shard: Shard) -> str:
-        return fs.join(self.out_dir, f"{shard.part}.jsonl.zst")
+        return fs.join(self.out_dir, shard.records)
 
     def has_output(self, shard: Shard) -> bool:
         return fs.exists(self.part_url(shard))
@@ -280,7 +296,7 @@ class DocumentStage:
         return stats
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        return {"parts": [f"{s.part}.jsonl.zst" for s in shards]}
+        return {"parts": [s.records for s in shards]}
 
 
 GLOBAL_REPORT = "global.json"

@@ -27,7 +27,7 @@ from datapipe.io.jsonl import read_records
 from datapipe.io.shards import Shard
 from datapipe.languages import rehydration_table, repeats
 from datapipe.runtime.heartbeat import Heartbeat
-from datapipe.runtime.stage import WARM_TEXT
+from datapipe.runtime.stage import WARM_TEXT, StageBase
 from datapipe.runtime.stats import StageStats
 from datapipe.store.cache import FIELD, make_ledger, write_ledger
 from datapipe.store.jagged import concat_jagged, write_rows_npy
@@ -50,7 +50,7 @@ def _loaded(cfg: TokenizerConfig) -> LoadedTokenizer:
 
 
 @dataclass
-class TokenizeStage:
+class TokenizeStage(StageBase):
     source: str
     tokenizer_config: TokenizerConfig
     input_dir: str  # the upstream stage's folder, holding part-NNNNN.jsonl.zst
@@ -128,7 +128,7 @@ class TokenizeStage:
                 stats.observe("tokens_per_doc", len(ids))
             batch.clear()
 
-        for doc in read_records(fs.join(self.input_dir, f"{shard.part}.jsonl.zst")):
+        for doc in read_records(fs.join(self.input_dir, shard.records)):
             if beat is not None:
                 beat.tick(stats.docs_in)
             stats.docs_in += 1

@@ -16,6 +16,7 @@ from datapipe.build.run import StageReport, label, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.runtime.phase import pending as phase_pending
 from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
 from pipelines.beam.quiet import PipelineOptions, warnings_dropped
 from pipelines.beam.zygote import WarmWorkers
@@ -124,9 +125,9 @@ class BeamEngine:
             self.run_wave(chains, rounds, report_stage)
             pending = [(sp, [st for st in q if not is_done(st.out_dir)]) for sp, q in pending]
             for sp, chain in chains:
-                for stage, st, _ in chain:
+                for stage, st, phase in chain:
                     if not is_done(st.out_dir):  # a global phase that did not converge stopped its chain here
-                        if not isinstance(stage, TwoPhaseStage) or stage.global_done():
+                        if not phase_pending(phase, stage):
                             raise DatapipeError(
                                 f"{st.out_dir}: the pipeline ended without finishing this stage"
                             )

@@ -7,7 +7,7 @@ comment). Every bundle of a stage's shards runs for seconds here, so each one en
 with the stage's next step waiting for the slower of the two workers: on e2e's build, 0.10-0.19 s at the end of
 the extract, filter and tokenize stages (2026-12-05, traced). Beam offers no option for the period, so the
 sampler's default is set here, for the processes that run bundles: the build's workers
-(:func:`pipelines.beam.worker.harness`) and a launcher whose runner runs them itself. The sampler then wakes every
+(:func:`pipelines.beam.harness.harness`) and a launcher whose runner runs them itself. The sampler then wakes every
 :data:`PERIOD_MS` (a lock and a clock read each time) and its step timings are finer, not different in kind.
 """
 

@@ -25,7 +25,8 @@ from datapipe.build.registry import DEDUP, PARAGRAPHS, phase_tasks
 from datapipe.dedup.spill import SCRATCH
 from datapipe.io import fs
 from datapipe.io.shards import Shard
-from datapipe.runtime.stage import Stage, TwoPhaseStage, finish_stage, run_shard
+from datapipe.runtime.phase import pending
+from datapipe.runtime.stage import Stage, finish_stage, run_shard
 from datapipe.runtime.stats import StageStats
 from pipelines.beam.dedup import CC_ROUNDS, DedupGlobal, ParagraphsGlobal
 from pipelines.beam.phase import TaskTable
@@ -46,9 +47,7 @@ class ProcessShard(beam.DoFn):
         self.stage.setup()
 
     def teardown(self) -> None:
-        teardown = getattr(self.stage, "teardown", None)
-        if teardown is not None:
-            teardown()
+        self.stage.teardown()
 
     def process(self, shard: Shard):
         stats = run_shard(self.stage, shard)
@@ -127,7 +126,7 @@ class RunStage(beam.PTransform):
 
     def expand(self, shards):
         stage, plan = self.stage, self.plan
-        if self.phase is not None and not (isinstance(stage, TwoPhaseStage) and stage.global_done()):
+        if pending(self.phase, stage):
             # dedup.against reads the earlier builds' stored keys: only the task table does
             files = self.files or bool(getattr(getattr(stage, "config", None), "against", ()))
             transform = global_transform(self.phase, stage, tuple(plan.shards), self.cc_rounds, files)

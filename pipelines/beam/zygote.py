@@ -303,7 +303,7 @@ def main() -> None:
     # parent made before freezing took 0.1 s, and the workers waited for it (2026-12-05)
     gc.disable()
     warm()
-    from pipelines.beam.worker import harness
+    from pipelines.beam.harness import harness
 
     gc.freeze()
     gc.enable()  # for what is made from now on, here and in the children (collections skip frozen objects)

@@ -38,8 +38,9 @@ from datapipe.build.run import StageReport, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.runtime.phase import pending
 from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
-from pipelines.datatrove.entry import EXECUTORS
+from pipelines.datatrove.executors import EXECUTORS
 
 SLURM_ANSWER_S = 20  # how long the preflight waits for the Slurm controller
 LOG = logging.getLogger(__name__)
@@ -118,7 +119,8 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
 
     jobs = []
     phase = global_phase(sp, st)
-    if phase is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done():
+    if pending(phase, stage):
+        assert phase is not None and isinstance(stage, TwoPhaseStage)
         scratch = fs.join(base, "scratch")
         plan = Spill.of(scratch, shards, stage)
         items = {over: len(them) for over, them in plan.items(shards).items()}

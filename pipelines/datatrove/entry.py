@@ -12,7 +12,7 @@ from datapipe.errors import DatapipeError
 if TYPE_CHECKING:
     from datapipe.build.run import Engine
 
-EXECUTORS = ("local", "slurm", "ray")
+from pipelines.datatrove.executors import EXECUTORS
 
 
 class DatatroveEntry:

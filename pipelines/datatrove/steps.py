@@ -88,9 +88,7 @@ class StageShards(_Step):
                         yield Document(text=rec["text"], id=rec["id"], metadata=rec.get("metadata") or {})
         finally:
             self.count_peak()
-            teardown = getattr(self.stage, "teardown", None)
-            if teardown is not None:
-                teardown()
+            self.stage.teardown()
 
 
 class FinishStage(_Step):

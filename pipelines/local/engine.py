@@ -51,6 +51,7 @@ from datapipe.config.mixture import MixtureConfig
 from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.runtime.phase import pending
 from datapipe.runtime.stage import Stage, Supervised, TwoPhaseStage, Warms, is_done, remove_temporaries
 from datapipe.runtime.watch import CRASH, FIELDS, TIMEOUT, Mark, Watch
 from pipelines.local.server import check_processes, start_fork_server
@@ -141,7 +142,7 @@ class Ahead:
 
 def _runs_phase(sp: SourcePlan, st: StagePlan, stage: Stage) -> bool:
     """Whether the stage's chain runs a global phase before its shards (what :func:`source_chain` asks)."""
-    return global_phase(sp, st) is not None and isinstance(stage, TwoPhaseStage) and not stage.global_done()
+    return pending(global_phase(sp, st), stage)
 
 
 def source_chain(sp: SourcePlan, ahead: Ahead) -> Chain:

@@ -77,9 +77,7 @@ KINDS: dict[str, Callable[..., Any]] = {"shard": _shard, "phase": _phase, "finis
 
 def _release(held: Held, retired: frozenset[str]) -> None:
     for key in [k for k in held if k[0] in retired]:
-        teardown = getattr(held.pop(key), "teardown", None)
-        if teardown is not None:
-            teardown()
+        held.pop(key).teardown()
 
 
 def serve(conn: Connection, cells: MutableSequence[float], slot: int) -> None:

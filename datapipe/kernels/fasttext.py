@@ -21,6 +21,9 @@ generated strings: non-ASCII, NUL bytes, ``__label__`` tokens, a literal ``</s>`
 Supported: supervised models (file version 12) with hierarchical softmax, word n-grams of 1, a dense or
 product-quantized input matrix (with or without quantized norms) and a dense output matrix. :func:`read_model`
 returns None for any other model, and callers keep fastText's own predict.
+
+A kernel, not language ID's own: language ID (:mod:`datapipe.langid.identifier`) and the quality stage's softmax
+scorer (:mod:`datapipe.quality.softmax`) both compute with it.
 """
 
 from __future__ import annotations
