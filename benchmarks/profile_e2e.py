@@ -55,7 +55,7 @@ CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
     ("stage runtime", re.compile(r"datapipe/runtime/")),
     (
         "build: plan, checks, manifest",
-        re.compile(r"datapipe/build/|datapipe/config/|pipelines/build_mixture"),
+        re.compile(r"datapipe/orchestrate/|datapipe/config/|pipelines/build_mixture"),
     ),
     ("Beam runner", re.compile(r"apache_beam|pipelines/beam/|grpc")),
     # pickling and pipes between processes: the extraction sandbox's batches, the local engine's tasks

@@ -1,7 +1,7 @@
 """datapipe: reproducible, resumable language-model data pipelines.
 
 The library holds every decision about a document (the stages, the global phases' decisions), the orchestration
-(``datapipe.build``), the token store and the loader/trainer, and imports no engine; the engines (Beam, datatrove),
+(``datapipe.orchestrate``), the token store and the loader/trainer, and imports no engine; the engines (Beam, datatrove),
 which only move data, live in the top-level ``pipelines`` package.
 
 This module is the public face: the few entry points users, tests and benchmarks need, by name, so that code
@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     # build a mixture, and read what it wrote
-    "build_mixture": "datapipe.build.launch",
+    "build_mixture": "datapipe.orchestrate.launch",
     "load_mixture": "datapipe.config.mixture",
     "MixtureConfig": "datapipe.config.mixture",
     "TokenizerConfig": "datapipe.config.stages",

@@ -1,13 +1,13 @@
 """Build a mixture: ``python -m pipelines.build_mixture ARGS`` is ``datapipe build ARGS`` (see its --help).
 
-The launcher is :mod:`datapipe.build.launch`; the engines it offers are registered as entry points
+The launcher is :mod:`datapipe.orchestrate.launch`; the engines it offers are registered as entry points
 (``pipelines.beam.entry``, ``pipelines.datatrove.entry``). This module stays as the launcher's runnable name, which
 also ends the process without tearing the interpreter down (:mod:`datapipe.runtime.quick_exit`).
 """
 
 from __future__ import annotations
 
-from datapipe.build.launch import command, main, run
+from datapipe.orchestrate.launch import command, main, run
 
 __all__ = ["command", "main", "run"]
 

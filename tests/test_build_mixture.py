@@ -227,7 +227,7 @@ def test_unwritable_output_is_one_line_before_work(tmp_path, dry):
 
 
 def test_resource_warnings_name_the_flag_that_makes_the_run_fit():
-    from datapipe.build.estimate import StageEstimate, resource_warnings
+    from datapipe.orchestrate.estimate import StageEstimate, resource_warnings
 
     big = [StageEstimate("web", "dedup", False, 10**9, 1e6, 1e5, 3000.0, 1e6, shuffle_mb=6e5)]
     (workers, shuffle) = resource_warnings(big, 8, True, 16_000)

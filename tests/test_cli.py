@@ -99,8 +99,8 @@ def test_lineage_of_a_missing_folder_says_so(tmp_path):
 
 def test_build_runs_in_this_process_through_the_engine_registry(built_small, small_mixture, capsys):
     """No exec and no child: the CLI calls the launcher, which finds the engines by entry point."""
-    from datapipe.build.engines import registered
     from datapipe.cli import main
+    from datapipe.orchestrate.engines import registered
 
     assert list(registered()) == ["beam", "datatrove", "local"]  # the default first
     out, _ = built_small

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from datapipe import ConfigError, load_mixture
-from datapipe.build.plan import check_inputs
 from datapipe.config.env import expand_string
+from datapipe.orchestrate.plan import check_inputs
 from pipelines.mixtures import BUNDLED
 from tests.conftest import CORPORA, REPO, SMALL_MIXTURE, run_build, write_mixture
 

@@ -205,7 +205,7 @@ import sys
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.writers import JsonlWriter
 from datapipe import load_mixture
-from datapipe.build.plan import check_inputs, make_stage, plan_mixture
+from datapipe.orchestrate.plan import check_inputs, make_stage, plan_mixture
 from datapipe import load_tokenizer
 from pipelines.datatrove.steps import StageShards
 

@@ -188,10 +188,10 @@ def test_page_type_rule_in_a_build(tmp_path: Path) -> None:
 def test_the_extract_stage_version_covers_the_models() -> None:
     """Models trained again decide other blocks: the extract stage's version hash covers their digests (and only
     when the learned extractor runs)."""
-    from datapipe.build.registry import BY_NAME
     from datapipe.config.mixture import SourceConfig
     from datapipe.config.stages import ExtractConfig
     from datapipe.extract.model import shipped
+    from datapipe.orchestrate.registry import BY_NAME
 
     def config(extract: dict) -> dict:
         source = SourceConfig(

@@ -406,7 +406,7 @@ def test_every_matched_path_is_a_file_or_is_named(tmp_path, caplog):
     """A glob's matches that are no readable file are never silently left out: a symlink to nothing stops the
     build before work (a link to fix), a folder is named in one warning and not read."""
     from datapipe import ConfigError, load_mixture
-    from datapipe.build.plan import check_inputs
+    from datapipe.orchestrate.plan import check_inputs
 
     data = tmp_path / "data"
     data.mkdir()

@@ -239,8 +239,8 @@ def test_a_stage_is_warmed_up_by_no_more_processes_than_it_has_tasks(tmp_path):
 def test_stages_warm_up_without_writing(small_mixture, tmp_path):
     """Each stage that warms up (filters, quality, tokenize) loads what its first shard loads and writes nothing:
     a warm-up may run before the stage's input exists."""
-    from datapipe.build.plan import check_inputs, make_stage, plan_mixture
     from datapipe.config.mixture import load_mixture
+    from datapipe.orchestrate.plan import check_inputs, make_stage, plan_mixture
     from datapipe.runtime.stage import Warms
     from datapipe.tokenize.tokenizer import load_tokenizer
 
@@ -265,7 +265,7 @@ def test_the_filters_warm_up_loads_every_rule_not_only_the_first(small_mixture, 
     kernels in the warm-up all the same (in a fresh interpreter: this one has loaded them for other tests)."""
     code = textwrap.dedent(
         f"""
-        from datapipe.build.plan import check_inputs, make_stage, plan_mixture
+        from datapipe.orchestrate.plan import check_inputs, make_stage, plan_mixture
         from datapipe.config.mixture import load_mixture
         from datapipe.filters import refinedweb, wordindex
         from datapipe.tokenize.tokenizer import load_tokenizer
@@ -313,7 +313,9 @@ def ctx():
 def test_a_failed_task_or_a_dead_process_is_one_line(ctx, fn, line, caplog):
     from pipelines.local.engine import Pool
 
-    caplog.set_level(logging.INFO)  # a build logs at INFO to its log file (datapipe.build.run.build_log)
+    caplog.set_level(
+        logging.INFO
+    )  # a build logs at INFO to its log file (datapipe.orchestrate.run.build_log)
     with pytest.raises(DatapipeError) as err, Pool(ctx, 2) as pool:
         pool.run([_chain(fn)], on_finish=lambda: None)
     assert re.fullmatch(line, str(err.value)), str(err.value)

@@ -90,8 +90,8 @@ def _first_text(out: Path, language: str) -> str:
 
 
 def test_the_same_languages_written_two_ways_are_one_stage_hash(tmp_path: Path) -> None:
-    from datapipe.build.plan import check_inputs, plan_mixture
     from datapipe.config.mixture import load_mixture
+    from datapipe.orchestrate.plan import check_inputs, plan_mixture
 
     hashes = []
     for i, langs in enumerate(("[de, ja]", "[deu_Latn, jpn_Jpan]")):
@@ -132,9 +132,9 @@ def test_a_missing_dictionary_is_named_before_any_work(monkeypatch, tmp_path: Pa
     """Without sudachidict_core, Japanese's word splitter cannot run: the plan says so, naming the package."""
     import importlib.util
 
-    from datapipe.build.plan import check_inputs
     from datapipe.config.mixture import load_mixture
     from datapipe.errors import ConfigError
+    from datapipe.orchestrate.plan import check_inputs
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from datapipe import load_mixture, load_tokenizer
-from datapipe.build.plan import check_inputs, plan_mixture
+from datapipe.orchestrate.plan import check_inputs, plan_mixture
 from tests.conftest import CORPORA, SMALL_MIXTURE, write_mixture
 
 

@@ -237,7 +237,7 @@ def test_a_build_refuses_a_headless_folder_before_any_work(tmp_path, fixture_tex
 def test_a_model_folders_files_name_it_in_the_stage_hash(tmp_path):
     """An unpinned folder is named by its files' names and sizes: new weights in the same folder are a new stage (a
     folder's own size never changes); a file keeps its size identity; a pin on a folder is one line."""
-    from datapipe.build.classifiers import check_pinned, model_identity
+    from datapipe.orchestrate.classifiers import check_pinned, model_identity
 
     folder = Path(_folder(tmp_path, "m", BERT_CONFIG, ("tokenizer.json",)))
     (folder / "model.safetensors").write_bytes(b"x" * 100)

@@ -425,7 +425,7 @@ def test_pinned_hashes_are_checked(built_small, tmp_path):
         open_component(manifest, doc, name)
     # a classifier model pinned by hash
     model = REPO / "tests" / "fixtures" / "corpora" / "PROVENANCE.json"  # any file: the hash is checked first
-    from datapipe.build.classifiers import check_pinned
+    from datapipe.orchestrate.classifiers import check_pinned
 
     check_pinned(
         str(model),

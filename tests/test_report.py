@@ -243,7 +243,7 @@ def test_a_first_stage_shows_the_share_of_input_bytes_read_within_a_shard(tmp_pa
     import time
 
     from datapipe import Shard
-    from datapipe.build.progress import StageProgress
+    from datapipe.orchestrate.progress import StageProgress
     from datapipe.runtime.heartbeat import progress_url
 
     shards = []
@@ -272,7 +272,7 @@ def test_a_resumed_stage_counts_this_runs_time_and_documents_only(tmp_path):
     import time
 
     from datapipe import Shard
-    from datapipe.build.progress import StageProgress
+    from datapipe.orchestrate.progress import StageProgress
     from datapipe.runtime.stage import TIMING_SUFFIX
 
     shards = []
@@ -299,7 +299,7 @@ def test_a_later_stage_shows_the_share_of_documents_its_upstream_kept(tmp_path):
     """A later stage knows its exact total once the stage before it committed the same shards: the documents it
     kept for them."""
     from datapipe import Shard
-    from datapipe.build.progress import StageProgress
+    from datapipe.orchestrate.progress import StageProgress
     from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]
@@ -383,7 +383,7 @@ def test_wave_progress_reports_each_stage_with_its_own_time(tmp_path):
     import time
 
     from datapipe import Shard
-    from datapipe.build.progress import WaveProgress
+    from datapipe.orchestrate.progress import WaveProgress
     from datapipe.runtime.heartbeat import progress_url
 
     shards = [Shard(i, f"{tmp_path}/in-{i}", f"in-{i}") for i in range(2)]

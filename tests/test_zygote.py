@@ -206,10 +206,10 @@ def test_the_launcher_reaches_its_engine_before_it_loads_the_build():
     imported first, put the parent's start at 0.28 s instead of 0.08 s)."""
     code = (
         "import sys\n"
-        "from datapipe.build.launch import make_engine\n"
-        "from datapipe.build.engines import registered\n"
+        "from datapipe.orchestrate.launch import make_engine\n"
+        "from datapipe.orchestrate.engines import registered\n"
         "registered()\n"
-        "heavy = ('datapipe.build.run', 'datapipe.config.mixture', 'numpy', 'apache_beam', 'jsonschema')\n"
+        "heavy = ('datapipe.orchestrate.run', 'datapipe.config.mixture', 'numpy', 'apache_beam', 'jsonschema')\n"
         "print(sorted(m for m in sys.modules if m in heavy))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

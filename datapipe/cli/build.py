@@ -1,10 +1,10 @@
 """``datapipe build ARGS``: build a mixture, in this process, through the engine registry (the launcher's own
-parser: ``datapipe.build.launch``; ``python -m pipelines.build_mixture ARGS`` is the same launcher)."""
+parser: ``datapipe.orchestrate.launch``; ``python -m pipelines.build_mixture ARGS`` is the same launcher)."""
 
 from __future__ import annotations
 
-from datapipe.build.launch import main
 from datapipe.cli.command import subcommand
+from datapipe.orchestrate.launch import main
 
 NAME = "build"
 

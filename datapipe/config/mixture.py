@@ -2,7 +2,7 @@
 
 Nothing is read from the data here, and no stage module is imported: every stage's config is a dataclass of
 ``datapipe.config.stages``. Checks that need the data or a stage (a glob that matches no file, a filter preset's
-thresholds, an evaluation set's files) belong to the plan (``datapipe.build.plan``), which runs them before any work.
+thresholds, an evaluation set's files) belong to the plan (``datapipe.orchestrate.plan``), which runs them before any work.
 Bundled mixtures are found in the folders the caller names (``search``), so this module knows no engine's layout.
 """
 

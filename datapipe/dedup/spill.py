@@ -105,7 +105,7 @@ class Spill:
         )
 
     def items(self, shards: tuple[Shard, ...] | list[Shard]) -> dict[str, list[Any]]:
-        """What each row of a task table runs over, by the name the row gives (``datapipe.build.registry``): the
+        """What each row of a task table runs over, by the name the row gives (``datapipe.orchestrate.registry``): the
         stage's shards, the partition numbers, the earlier builds' shards, or once."""
         return {
             "shards": list(shards),

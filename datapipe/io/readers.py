@@ -42,7 +42,7 @@ _SCALARS = (str, int, float, bool)
 def _arrow() -> tuple[Any, Any]:
     """pyarrow and its Parquet module, imported when a Parquet file is read rather than by every importer of the
     readers (the launcher checks each input with them): 66 ms here (2026-12-05) for a build that reads none. A
-    build's workers import it before their first task anyway (:mod:`datapipe.build.warm`): they write Parquet."""
+    build's workers import it before their first task anyway (:mod:`datapipe.orchestrate.warm`): they write Parquet."""
     import pyarrow
     import pyarrow.parquet
 

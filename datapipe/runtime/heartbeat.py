@@ -1,6 +1,6 @@
 """How far a worker is into a shard it has not committed yet: ``part-NNNNN.progress.json`` in the stage folder.
 
-The launcher's progress display (``datapipe/build/progress.py``) reads committed shards from their
+The launcher's progress display (``datapipe/orchestrate/progress.py``) reads committed shards from their
 ``part-NNNNN.stats.json``; a shard of 10^4 web pages takes minutes, so without word from inside a shard the display
 would stand still and then jump. A worker therefore rewrites this small file (atomically) at most every
 ``interval_s`` seconds while it works: documents so far, input bytes read so far (where the reader can tell) and

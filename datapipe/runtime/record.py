@@ -15,7 +15,7 @@ from typing import Any
 
 from datapipe.errors import DatapipeError
 
-# the fields the plan gives every stage (datapipe.build.plan): absent only from a stage run outside a build
+# the fields the plan gives every stage (datapipe.orchestrate.plan): absent only from a stage run outside a build
 PLAN_FIELDS = ("hash", "config", "inputs")
 REQUIRED = ("datapipe_version", "source", "stage", "counts", "shards")
 

@@ -148,7 +148,7 @@ class LoadedTokenizer:
     def to_json(self) -> str:
         """The tokenizer as HF ``tokenizers`` JSON, the bytes ``identity.sha256`` is the hash of: made when first
         asked for and kept (a loaded tokenizer is not changed; a build asks before its stages run, see
-        :func:`datapipe.build.run.build`)."""
+        :func:`datapipe.orchestrate.run.build`)."""
         return self._json
 
     @cached_property

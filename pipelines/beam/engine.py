@@ -1,4 +1,4 @@
-"""The Beam engine: the whole build as one pipeline (``datapipe.build.run.Engine``).
+"""The Beam engine: the whole build as one pipeline (``datapipe.orchestrate.run.Engine``).
 
 Every source's remaining stages are chained in order, a stage's global phase (dedup groups, a quality quantile)
 inside it between the stage before and the stage's own shards. When a dedup stage's components need more
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import difflib
 
-from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
-from datapipe.build.progress import WaveProgress
-from datapipe.build.run import StageReport, label, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.orchestrate.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.orchestrate.progress import WaveProgress
+from datapipe.orchestrate.run import StageReport, label, watched
 from datapipe.runtime.phase import pending as phase_pending
 from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done, remove_temporaries
 from pipelines.beam.quiet import PipelineOptions, warnings_dropped

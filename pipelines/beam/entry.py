@@ -1,4 +1,4 @@
-"""The Beam engine's entry in the engine registry (``datapipe.build.engines``; entry point ``beam``).
+"""The Beam engine's entry in the engine registry (``datapipe.orchestrate.engines``; entry point ``beam``).
 
 Light to import: Beam itself loads in :meth:`BeamEntry.make`, when a build runs on it."""
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 # the launcher starts this engine (and its warm workers) before it imports the build's modules
 if TYPE_CHECKING:
-    from datapipe.build.run import Engine
+    from datapipe.orchestrate.run import Engine
 
 
 class BeamEntry:

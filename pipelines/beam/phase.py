@@ -1,4 +1,4 @@
-"""A global phase's task table (``datapipe.build.registry.phase_tasks``) as a composite transform: the protocol the
+"""A global phase's task table (``datapipe.orchestrate.registry.phase_tasks``) as a composite transform: the protocol the
 datatrove engine runs too, so both engines write the same scratch files, removal lists and ``global.json``.
 
 Each row of the table is a ``ParDo`` over its items (the shards, the partition numbers, an earlier build's

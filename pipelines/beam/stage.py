@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from datapipe.build.plan import StagePlan
-from datapipe.build.registry import DEDUP, PARAGRAPHS, phase_tasks
 from datapipe.dedup.spill import SCRATCH
 from datapipe.io import fs
 from datapipe.io.shards import Shard
+from datapipe.orchestrate.plan import StagePlan
+from datapipe.orchestrate.registry import DEDUP, PARAGRAPHS, phase_tasks
 from datapipe.runtime.phase import pending
 from datapipe.runtime.stage import Stage, finish_stage, run_shard
 from datapipe.runtime.stats import StageStats
@@ -102,7 +102,7 @@ GROUP_BY_KEY: dict[str, Callable[[Any, int], beam.PTransform]] = {
 def global_transform(
     phase: str, stage: Any, shards: tuple[Shard, ...], rounds: int, files: bool
 ) -> beam.PTransform:
-    """The composite transform of a global phase the registry names (``datapipe.build.registry.PHASES``)."""
+    """The composite transform of a global phase the registry names (``datapipe.orchestrate.registry.PHASES``)."""
     if not files and phase in GROUP_BY_KEY:
         return GROUP_BY_KEY[phase](stage, rounds)
     return TaskTable(stage, shards, phase_tasks(phase))

@@ -69,8 +69,8 @@ WARM = (
 
 def warm() -> None:
     """Import what the workers of a build import: Beam's harness and the stages' DoFns (and with them ``datapipe``),
-    then what every engine's workers load (:func:`datapipe.build.warm.warm_stack`: TensorStore among them)."""
-    from datapipe.build.warm import warm_stack
+    then what every engine's workers load (:func:`datapipe.orchestrate.warm.warm_stack`: TensorStore among them)."""
+    from datapipe.orchestrate.warm import warm_stack
 
     warm_stack(WARM)
 

@@ -31,13 +31,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
-from datapipe.build.progress import WaveProgress
-from datapipe.build.registry import phase_tasks
-from datapipe.build.run import StageReport, watched
 from datapipe.config.mixture import MixtureConfig
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.orchestrate.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.orchestrate.progress import WaveProgress
+from datapipe.orchestrate.registry import phase_tasks
+from datapipe.orchestrate.run import StageReport, watched
 from datapipe.runtime.phase import pending
 from datapipe.runtime.stage import TwoPhaseStage, is_done, remove_temporaries
 from pipelines.datatrove.executors import EXECUTORS
@@ -90,7 +90,7 @@ class Job:
 
 def phase_steps(phase: str) -> tuple[tuple[str, Any, str], ...]:
     """The executors of the global phase the registry names ``phase``: one :class:`steps.PhaseTask` per row of the
-    phase's task table (``datapipe.build.registry.phase_tasks``), as (phase folder, step factory, what its tasks
+    phase's task table (``datapipe.orchestrate.registry.phase_tasks``), as (phase folder, step factory, what its tasks
     share out: ``shards``, ``partitions``, ``earlier`` shards, or ``once``). A step factory takes (stage, shards,
     scratch folder). datatrove is imported here, only when something runs."""
     from functools import partial
@@ -198,7 +198,7 @@ def _slurm(job: Job, opts: DatatroveOptions, depends):
 
 
 class DatatroveEngine:
-    """``--engine datatrove`` (``datapipe.build.run.Engine``): the same stages on datatrove's local or Slurm
+    """``--engine datatrove`` (``datapipe.orchestrate.run.Engine``): the same stages on datatrove's local or Slurm
     executor."""
 
     in_memory_shuffle = False  # the global phases shuffle through files

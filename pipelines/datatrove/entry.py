@@ -1,4 +1,4 @@
-"""The datatrove engine's entry in the engine registry (``datapipe.build.engines``; entry point ``datatrove``):
+"""The datatrove engine's entry in the engine registry (``datapipe.orchestrate.engines``; entry point ``datatrove``):
 ``--engine datatrove --executor local|slurm|ray`` and each executor's flags."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from datapipe.errors import DatapipeError
 
 if TYPE_CHECKING:
-    from datapipe.build.run import Engine
+    from datapipe.orchestrate.run import Engine
 
 from pipelines.datatrove.executors import EXECUTORS
 

@@ -5,7 +5,7 @@ datatrove logs through loguru, to stderr: each task's pipeline, a stats dump per
 While the engine runs:
 
 * in this process, loguru's records go to Python's ``logging`` (:func:`loguru_to_logging`), so into the build's
-  log file (``<output>/_logs/build-*.log``, ``datapipe.build.run.build_log``) at INFO, like Beam's, and to the
+  log file (``<output>/_logs/build-*.log``, ``datapipe.orchestrate.run.build_log``) at INFO, like Beam's, and to the
   console only at WARNING and above;
 * in each local task (:class:`QuietLocalExecutor`, in its worker process or in this one), ``sys.stderr`` is the
   task's file ``logs/task_NNNNN.console`` in the executor's logging folder: what the task would have printed

@@ -8,7 +8,7 @@ counts what it did in datatrove's stats (``docs_in``, ``docs_kept``, ``removed/<
 Global phases follow datatrove's file-based pattern; these steps only move data, and every decision is the function
 of ``datapipe.dedup.components`` / ``datapipe.quality.cutoff`` that the Beam engine calls too:
 
-every phase is its task table (``datapipe.build.registry.phase_tasks``), each row an executor of
+every phase is its task table (``datapipe.orchestrate.registry.phase_tasks``), each row an executor of
 :class:`PhaseTask`, partitions spread over ``--buckets`` tasks:
 
 * dedup and paragraphs: the file-shuffled tasks of ``datapipe.dedup.spill`` (keys per shard, then per partition:
@@ -110,7 +110,7 @@ class FinishStage(_Step):
 
 
 class PhaseTask(_Step):
-    """One row of a global phase's task table (``datapipe.build.registry.phase_tasks``): task ``r`` of ``T`` runs
+    """One row of a global phase's task table (``datapipe.orchestrate.registry.phase_tasks``): task ``r`` of ``T`` runs
     the row's function on shards ``r, r+T, ...``, on partitions ``r, r+T, ...``, or once."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """Run a planned build on this machine's processes, without Beam: ``build_mixture --engine local --processes N``.
 
 The same work as the other engines, in the same order, through the same functions: each source's remaining
-stages in turn, a stage's global phase first (its task table, ``datapipe.build.registry.phase_tasks``, row after
+stages in turn, a stage's global phase first (its task table, ``datapipe.orchestrate.registry.phase_tasks``, row after
 row, a row's tasks at once), then its shards (``run_shard``), then ``finish_stage`` (``stage.json``, ``_SUCCESS``).
 The stage folders, markers, manifest and caches are the Beam engine's, byte for byte; the global phases' scratch
 files go where the Beam engine's file shuffle puts them (``<stage>/_spill/``), removed once the phase commits.
@@ -44,13 +44,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, NamedTuple
 
-from datapipe.build.plan import SourcePlan, StagePlan, global_phase, make_stage
-from datapipe.build.progress import WaveProgress
-from datapipe.build.registry import phase_tasks
 from datapipe.config.mixture import MixtureConfig
 from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.orchestrate.plan import SourcePlan, StagePlan, global_phase, make_stage
+from datapipe.orchestrate.progress import WaveProgress
+from datapipe.orchestrate.registry import phase_tasks
 from datapipe.runtime.phase import pending
 from datapipe.runtime.stage import Stage, Supervised, TwoPhaseStage, Warms, is_done, remove_temporaries
 from datapipe.runtime.watch import CRASH, FIELDS, TIMEOUT, Mark, Watch
@@ -66,7 +66,7 @@ POLL_S = 0.25  # the longest the launcher waits before it looks at the watch aga
 
 
 class LocalEngine:
-    """``--engine local`` (``datapipe.build.run.Engine``)."""
+    """``--engine local`` (``datapipe.orchestrate.run.Engine``)."""
 
     in_memory_shuffle = False  # the global phases shuffle through files
     runner = "local"
@@ -85,7 +85,7 @@ class LocalEngine:
         todo = [(sp, st) for sp in plans for st in sp.stages if not st.done]
         if not todo:
             return
-        from datapipe.build.run import LOGS, watched
+        from datapipe.orchestrate.run import LOGS, watched
 
         with WaveProgress(watched(todo), lambda i, s: report_stage(*todo[i], s)) as progress:
             ahead = Ahead(todo, {st.out_dir: make_stage(mixture, sp, st) for sp, st in todo})

@@ -1,4 +1,4 @@
-"""The local engine's entry in the engine registry (``datapipe.build.engines``; entry point ``local``).
+"""The local engine's entry in the engine registry (``datapipe.orchestrate.engines``; entry point ``local``).
 
 Light to import; making the engine starts its fork server, which imports the workers' stack while the launcher
 checks and plans."""
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from datapipe.errors import DatapipeError
 
 if TYPE_CHECKING:
-    from datapipe.build.run import Engine
+    from datapipe.orchestrate.run import Engine
 
 
 class LocalEntry:

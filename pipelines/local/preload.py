@@ -1,5 +1,5 @@
 """Imported by the local engine's fork server before it forks any worker (``multiprocessing``'s preload): the
-stack every worker needs, loaded once and shared by the workers' pages (:mod:`datapipe.build.warm`).
+stack every worker needs, loaded once and shared by the workers' pages (:mod:`datapipe.orchestrate.warm`).
 
 Importing this module is the work: the fork server imports its preload modules by name and nothing else. The
 collector is off while it imports (the imports make many objects and almost no garbage) and what they made is
@@ -12,8 +12,8 @@ import gc
 
 gc.disable()
 try:
-    from datapipe.build.registry import WORKER_MODULES
-    from datapipe.build.warm import warm_stack
+    from datapipe.orchestrate.registry import WORKER_MODULES
+    from datapipe.orchestrate.warm import warm_stack
 
     warm_stack((*WORKER_MODULES, "pipelines.local.worker"))
 except Exception:  # noqa: BLE001 - the fork server ignores only ImportError; a worker loads what it needs itself

@@ -175,7 +175,7 @@ STAGES: tuple[StageKind, ...] = (
 BY_NAME = {kind.name: kind for kind in STAGES}
 
 # what a worker imports to run any row of the table or any global phase (the stage classes' modules and the task
-# tables'): a parent its workers are forked from imports them ahead (datapipe/build/warm.py); one left out here
+# tables'): a parent its workers are forked from imports them ahead (datapipe/orchestrate/warm.py); one left out here
 # only costs each worker its import
 WORKER_MODULES = (
     "datapipe.extract.stage",

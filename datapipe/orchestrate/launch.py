@@ -1,4 +1,4 @@
-"""The build launcher: flags -> a :class:`datapipe.build.run.BuildRequest` and an engine from the registry.
+"""The build launcher: flags -> a :class:`datapipe.orchestrate.run.BuildRequest` and an engine from the registry.
 
     datapipe build --mixture dclm_phase3.yaml [--output DIR] [--data-root URL] [--only SRC,...] [--dry-run]
         [--engine beam|datatrove] [the engine's flags]
@@ -11,8 +11,8 @@ N cores). ``--engine datatrove --executor local|slurm|ray`` runs the same stages
 Each stage's output is materialized under ``<output>/<source>/<stage>-<hash8>/``; a stage whose ``_SUCCESS`` exists
 is skipped, and a stage interrupted mid-way resumes from its committed shards.
 
-This module only parses; the engines come from :mod:`datapipe.build.engines` (entry points), the build itself
-(checks, plan, manifest) is :func:`datapipe.build.run.run_build`. ``datapipe build`` calls :func:`main` in its own
+This module only parses; the engines come from :mod:`datapipe.orchestrate.engines` (entry points), the build itself
+(checks, plan, manifest) is :func:`datapipe.orchestrate.run.run_build`. ``datapipe build`` calls :func:`main` in its own
 process.
 """
 
@@ -24,11 +24,11 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from datapipe.build.engines import DEFAULT_ENGINE, EngineEntry, bundled_mixture_folders, registered
 from datapipe.errors import DatapipeError, Interrupted, error_lines
+from datapipe.orchestrate.engines import DEFAULT_ENGINE, EngineEntry, bundled_mixture_folders, registered
 
 if TYPE_CHECKING:
-    from datapipe.build.run import BuildRequest, Engine
+    from datapipe.orchestrate.run import BuildRequest, Engine
 
 PROG = "datapipe build"
 
@@ -93,7 +93,7 @@ def _parser(
 
 
 def request(args: argparse.Namespace) -> BuildRequest:
-    from datapipe.build.run import BuildRequest
+    from datapipe.orchestrate.run import BuildRequest
 
     only = tuple(s.strip() for s in args.only.split(",") if s.strip()) if args.only else ()
     return BuildRequest(
@@ -146,7 +146,7 @@ def run(argv: list[str] | None = None, prog: str = PROG, own_process: bool = Fal
         gc.disable()
     try:
         args, engine = make_engine(argv, prog)
-        from datapipe.build.run import run_build
+        from datapipe.orchestrate.run import run_build
     finally:
         if own_process:
             gc.freeze()

@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from datapipe.build.plan import SourcePlan
 from datapipe.config.mixture import SourceConfig
 from datapipe.io import fs
+from datapipe.orchestrate.plan import SourcePlan
 from datapipe.store.tensorstore_spec import OUTER_CHUNK
 
 SAMPLE_BYTES = 32 << 20  # read in all; a source smaller than this is counted exactly
@@ -292,7 +292,7 @@ def resource_warnings(
 def format_plan(estimates: list[StageEstimate], workers: int, output: str) -> str:
     lines = [
         f"resource plan ({workers} worker(s); estimates from sampled inputs and measured per-stage costs, "
-        "see datapipe/build/estimate.py):",
+        "see datapipe/orchestrate/estimate.py):",
         f"  {'source':<18} {'stage':<11} {'docs in':>12} {'input MB':>10} {'est. s':>9} {'MB/worker':>10} "
         f"{'disk MB':>9} {'shuffle MB':>11}",
     ]

@@ -23,21 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from datapipe.build.classifiers import resolve_models
-from datapipe.build.lease import OutputLease
-from datapipe.build.plan import (
-    SourcePlan,
-    StagePlan,
-    check_inputs,
-    plan_mixture,
-    resolve_eval_sets,
-)
 from datapipe.config.mixture import MixtureConfig, SourceConfig, load_mixture
 from datapipe.data.language_weights import language_shares
 from datapipe.errors import ConfigError, Interrupted
 from datapipe.io import fs
 from datapipe.io.readers import check_shard
 from datapipe.io.shards import Shard
+from datapipe.orchestrate.classifiers import resolve_models
+from datapipe.orchestrate.lease import OutputLease
+from datapipe.orchestrate.plan import (
+    SourcePlan,
+    StagePlan,
+    check_inputs,
+    plan_mixture,
+    resolve_eval_sets,
+)
 from datapipe.report.collect import format_source_table, format_token_plan, token_plan
 from datapipe.report.lineage import write_experiment
 from datapipe.runtime.stage import read_stage_json, stats_path
@@ -104,7 +104,7 @@ def run_build(request: BuildRequest, engine: Engine) -> int:
         sources = resolve_models(mixture, sources, train_missing=not request.dry_run)
         plans = plan_mixture(mixture, sources, files, tokenizer.identity.sha256)
         if request.dry_run:
-            from datapipe.build.estimate import format_plan, plan_resources
+            from datapipe.orchestrate.estimate import format_plan, plan_resources
 
             print_plan(plans, mixture.output)
             print_crawl_plans(sources, files)

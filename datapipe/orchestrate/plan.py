@@ -1,6 +1,6 @@
 """Plan a mixture build: for each source, its stages, each with a version hash and an output folder.
 
-The stages and their order come from the one table in :mod:`datapipe.build.registry`. Before planning,
+The stages and their order come from the one table in :mod:`datapipe.orchestrate.registry`. Before planning,
 :func:`check_inputs` (globs, list files, filter presets) and :func:`resolve_eval_sets` (evaluation files) run every
 check that needs the data or a stage module, so a mistake is one line naming the field before any work.
 
@@ -19,13 +19,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from datapipe.build.registry import BY_NAME, STAGES
 from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.crawl.source import CrawlPlan, plan_files, store_dir
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
 from datapipe.io.html_files import FILES_PER_SHARD
 from datapipe.io.shards import Shard, make_bundles, make_shards
+from datapipe.orchestrate.registry import BY_NAME, STAGES
 from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done
 
 log = logging.getLogger(__name__)

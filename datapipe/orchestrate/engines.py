@@ -3,7 +3,7 @@
 The engines live outside ``datapipe``: Beam's and datatrove's are packages of ``pipelines``, which ``datapipe`` never
 imports (engines move data; the decisions are here). So an engine registers itself, as a Python entry point of the
 group ``datapipe.engines`` that names an :class:`EngineEntry` (``pyproject.toml``: ``beam`` and ``datatrove``), and
-the launcher (:mod:`datapipe.build.launch`) finds it by name. A third engine is one more entry point in its own
+the launcher (:mod:`datapipe.orchestrate.launch`) finds it by name. A third engine is one more entry point in its own
 package, not an edit here or in the launcher. Bundled mixtures are found the same way (group ``datapipe.mixtures``:
 a folder of YAML files).
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from datapipe.errors import DatapipeError
 
 if TYPE_CHECKING:  # the launcher parses its flags and starts the engine before it imports the build's modules
-    from datapipe.build.run import Engine
+    from datapipe.orchestrate.run import Engine
 
 ENGINES_GROUP = "datapipe.engines"
 MIXTURES_GROUP = "datapipe.mixtures"

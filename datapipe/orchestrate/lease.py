@@ -25,7 +25,7 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 
 LEASE = "_LEASE.json"
-log = logging.getLogger("datapipe.build.lease")
+log = logging.getLogger("datapipe.orchestrate.lease")
 
 
 class LeaseHeld(DatapipeError):
