@@ -235,17 +235,18 @@ def test_the_stage_judges_each_document_by_its_language_and_counts_no_config(doc
         theirs = datatrove_filters(language)
         for rec in recs:
             doc = json.loads(json.dumps(rec))
-            keep = stage.keep(0, doc, stats)
+            keep = stage.keep(0, doc, stats) is None  # None keeps; else the removal, with its evidence
             assert keep == (datatrove_decision(theirs, rec["text"]) == "keep")
             kept[language] += keep
     english = {"id": "e", "text": docs["deu_Latn"][0]["text"], "metadata": {"language": "eng_Latn"}}
-    assert not stage.keep(0, english, stats)
-    assert stats.removed["language/no_config"] == 1
+    assert stage.keep(0, english, stats) == "language/no_config"
     # with a fallback, an unconfigured language is judged by the fallback's rules, as datatrove would judge it
     fallback = _stage(tmp_path, fallback="deu_Latn")
     fallback.setup()
     german = datatrove_decision(datatrove_filters("deu_Latn"), english["text"]) == "keep"
-    assert fallback.keep(0, dict(english, metadata={"language": "eng_Latn"}), StageStats()) == german
+    assert (
+        fallback.keep(0, dict(english, metadata={"language": "eng_Latn"}), StageStats()) is None
+    ) == german
 
 
 def test_finishing_touches_are_fineweb2s():
@@ -376,7 +377,12 @@ def test_the_bundled_multilingual_mixture_builds_per_language_components_on_both
     from datapipe.report.html import render_report
 
     section = render_report(str(outs[0])).split('<section id="languages">')[1].split("</section>")[0]
-    assert section.count("<tr>") == 1 + len(names) and "(weights: temperature)" in section
+    shares = section.split("</table>")[
+        0
+    ]  # the table of kept, tokens and shares (the funnel per stage follows)
+    assert shares.count("<tr>") == 1 + len(names) and "(weights: temperature, by tokens)" in section
+    funnel = section.split("</table>")[1]
+    assert "<th>removed by reason</th>" in funnel and all(lang.split("/")[1] in funnel for lang in names)
     assert f"<td class=n>{tokens['kor_Hang']:,}</td>" in section
 
 

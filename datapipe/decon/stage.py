@@ -63,7 +63,7 @@ class DeconStage(DocumentStage):
     def begin_shard(self, shard: Shard) -> None:
         self._hits = Counter()
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         assert self._index is not None
         remove = self.config.action == "remove"
         if self.config.scope == "document" and remove:  # the common case needs no line bookkeeping
@@ -92,17 +92,15 @@ class DeconStage(DocumentStage):
                 for s, n in zip(starts[via], lengths[via], strict=True):
                     drop.update(line_of_word[s : s + n].tolist())
         if not contaminated:
-            return True
+            return None
         stats.counters["decon/documents_hit"] += 1
         if remove:
-            stats.remove(self._contaminated())
-            return False
+            return self._contaminated()
         stats.counters["decon/lines_removed"] += len(drop)
         doc["text"] = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
         if not doc["text"]:
-            stats.remove(Removal("decon/nothing_left", "lines_removed", len(drop), note="every line matched"))
-            return False
-        return True
+            return Removal("decon/nothing_left", "lines_removed", len(drop), note="every line matched")
+        return None
 
     def _count(self, m: Match) -> bool:
         """Count the items that hit a contaminated text; whether it is contaminated."""

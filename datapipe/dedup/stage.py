@@ -155,16 +155,15 @@ class DedupStage(TwoPhaseStage):
         self._removals = {r.doc: r for r in read_removals(self.out_dir, shard.index)}
         self._shard = shard.index
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         decision = self._removals.get(index)
         if decision is not None:
-            stats.remove(self._evidence(decision))
-            return False
+            return self._evidence(decision)
         if self.per_language:  # FineWeb-2's save_cluster_size: what rehydration repeats by
             size = self.cluster_sizes().get((self._shard, index), 1)
             doc["metadata"]["minhash_cluster_size"] = size
             stats.observe("dedup/cluster_size", size, "log")
-        return True
+        return None
 
     def cluster_sizes(self) -> dict[tuple[int, int], int]:
         """Each survivor's cluster: itself and every document removed as its duplicate (exact or MinHash), read
@@ -248,7 +247,7 @@ class ParagraphStage(TwoPhaseStage):
     def begin_shard(self, shard: Shard) -> None:
         self._drop = read_line_removals(self.out_dir, shard.index)  # document position -> lines to drop
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         drop = self._drop.get(index)
         if drop:
             lines = doc["text"].split("\n")
@@ -257,13 +256,10 @@ class ParagraphStage(TwoPhaseStage):
             if len(doc["text"]) < self.config.min_chars:
                 left = len(doc["text"])
                 note = f"{len(drop)} of {len(lines)} lines seen earlier"
-                stats.remove(
-                    Removal(
-                        "paragraphs/too_little_left", "chars_left", left, "<", self.config.min_chars, note
-                    )
+                return Removal(
+                    "paragraphs/too_little_left", "chars_left", left, "<", self.config.min_chars, note
                 )
-                return False
-        return True
+        return None
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         return {**super().finalize(shards, stats), "dedup": self.read_global_report()}

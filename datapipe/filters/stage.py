@@ -88,15 +88,14 @@ class FilterStage(DocumentStage):
             self._by_language[language] = got
         return got
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         meta = doc["metadata"]
         language = meta.get("language") or "unknown"
         if self.per_language:
             got = self.rules_for(language)
             if isinstance(got, Removal):
-                stats.remove(got)
                 stats.counters[f"language/{language}/removed"] += 1
-                return False
+                return got
             chain, words = got
             view = FilterDoc(doc["text"], url=meta.get("url", ""), words_by=words)
         else:
@@ -106,7 +105,6 @@ class FilterStage(DocumentStage):
         if self.per_language:  # per-language rows of the stage's counts: what each language kept
             stats.counters[f"language/{language}/{'kept' if reason is None else 'removed'}"] += 1
         if reason is not None:
-            stats.remove(prefixed("filter", reason))
-            return False
+            return prefixed("filter", reason)
         doc["text"] = self._finish(view.text) if self._finish is not None else view.text
-        return True
+        return None

@@ -20,7 +20,7 @@ class PIIStage(DocumentStage):
     out_dir: str
     name: str = "pii"
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         text, counts = scrub(doc["text"], self.config)
         if counts:
             for kind, n in counts.items():
@@ -28,4 +28,4 @@ class PIIStage(DocumentStage):
             if text != doc["text"]:
                 stats.counters["pii/documents_changed"] += 1
                 doc["text"] = text
-        return True
+        return None

@@ -186,13 +186,13 @@ class QualityStage(TwoPhaseStage):
                 }
                 yield doc
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
         for name, score in doc["metadata"]["quality"].items():
             stats.observe(f"quality/{name}", score, "unit")
         if self._bounds is not None:
             return self._keep_bucket(doc, stats)
         if self._cut is None:
-            return True
+            return None
         score = doc["metadata"]["quality"][self.config.select_classifier]
         if (score, tiebreak(doc.get("ref", doc["id"]))) < self._cut:
             name = self.config.select_classifier
@@ -205,11 +205,10 @@ class QualityStage(TwoPhaseStage):
                 self._cut[0],
                 note="a tie at the cut-off, broken by the ref's hash" if tie else None,
             )
-            stats.remove(why)
-            return False
-        return True
+            return why
+        return None
 
-    def _keep_bucket(self, doc: dict[str, Any], stats: StageStats) -> bool:
+    def _keep_bucket(self, doc: dict[str, Any], stats: StageStats) -> str | None:
         """An ensemble: each scorer's bucket and their combination into ``metadata.quality_buckets`` (the evidence),
         then the selection by bucket."""
         ensemble = self.config.ensemble
@@ -221,22 +220,19 @@ class QualityStage(TwoPhaseStage):
         stats.observe("quality/ensemble_bucket", combined / max(1, ensemble.buckets - 1), "unit")
         if self.config.min_bucket is not None and combined < self.config.min_bucket:
             note = ", ".join(f"{n} {int(b)}" for n, b in buckets.items())
-            stats.remove(
-                Removal(
-                    "quality/below_bucket",
-                    "quality/ensemble",
-                    combined,
-                    "<",
-                    self.config.min_bucket,
-                    note=note,
-                )
+            return Removal(
+                "quality/below_bucket",
+                "quality/ensemble",
+                combined,
+                "<",
+                self.config.min_bucket,
+                note=note,
             )
-            return False
         copies = max((n for bucket, n in self.config.repeat if combined >= bucket), default=1)
         if copies > 1:  # the tokenize stage writes it that many times
             doc["metadata"]["quality_repeats"] = copies
             stats.counters["quality/repeats"] += copies - 1
-        return True
+        return None
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
         extra = super().finalize(shards, stats)

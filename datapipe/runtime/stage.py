@@ -233,7 +233,7 @@ class DocumentStage(StageBase):
     """Base for stages that read the upstream stage's ``part-NNNNN.jsonl.zst`` and write their own.
 
     Subclasses implement :meth:`keep`, which decides one document (by its position in the shard; it may rewrite the
-    document) and counts a removal in ``stats``. :meth:`begin_shard` loads per-shard context (a removal list) and
+    document) and returns its removal or None. :meth:`begin_shard` loads per-shard context (a removal list) and
     :meth:`documents` may annotate documents as they stream (scores in batches). This class does the reading,
     writing and the ``docs_in``/``docs_kept`` accounting.
     """
@@ -263,7 +263,10 @@ class DocumentStage(StageBase):
 
         return read_records(self.upstream(shard))
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> bool:
+    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
+        """Decide one document (it may rewrite it): None keeps it, else its removal, a
+        :class:`~datapipe.runtime.evidence.Removal` with its evidence (or a plain reason), which the base counts,
+        samples and records, as datatrove's filters return theirs. ``stats`` is for the stage's own counters."""
         raise NotImplementedError
 
     def process_shard(self, shard: Shard, beat: Heartbeat | None = None) -> StageStats:
@@ -278,18 +281,19 @@ class DocumentStage(StageBase):
             if beat is not None:
                 beat.tick(i)
             stats.docs_in += 1
-            stats.last_reason = None
-            if self.keep(i, doc, stats):
+            why = self.keep(i, doc, stats)
+            if why is None:
                 stats.docs_kept += 1
                 stats.chars_out += len(doc["text"])
                 stats.observe("kept_chars", len(doc["text"]))
                 stats.sample("kept", doc)
                 stats.count_language(doc, None)
                 kept.append(doc)
-            elif stats.last_reason is not None:
-                stats.sample(stats.last_reason, doc)
-                stats.count_language(doc, stats.last_reason)
-                removed.add(i, doc, stats.last_reason)
+            else:
+                stats.remove(why)
+                stats.sample(why, doc)
+                stats.count_language(doc, why)
+                removed.add(i, doc, why)
         write_records_atomic(self.part_url(shard), kept)
         removed.write(removed_url(self.out_dir, shard))
         removed.write_documents(self.out_dir, shard)

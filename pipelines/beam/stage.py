@@ -126,7 +126,7 @@ class RunStage(beam.PTransform):
 
     def expand(self, shards):
         stage, plan = self.stage, self.plan
-        if pending(self.phase, stage):
+        if self.phase is not None and pending(self.phase, stage):
             # dedup.against reads the earlier builds' stored keys: only the task table does
             files = self.files or bool(getattr(getattr(stage, "config", None), "against", ()))
             transform = global_transform(self.phase, stage, tuple(plan.shards), self.cc_rounds, files)
