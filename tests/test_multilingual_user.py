@@ -173,11 +173,11 @@ def test_weights_by_characters_and_the_warnings_a_weight_cannot_keep(tmp_path: P
 
 def test_an_unverified_minhash_removal_shows_no_threshold() -> None:
     from datapipe.browse.index import _minhash_threshold
-    from datapipe.report.collect import StageRecord
+    from datapipe.report.collect import StageView
 
-    def record(verify: bool) -> StageRecord:
+    def record(verify: bool) -> StageView:
         doc = {"config": {"minhash": {"threshold": 0.8, "verify": verify}}, "counts": {}}
-        return StageRecord("web", "dedup", "dedup-x", "u", doc)
+        return StageView("web", "dedup", "dedup-x", "u", doc)
 
     assert _minhash_threshold(record(True)) == 0.8
     assert _minhash_threshold(record(False)) is None

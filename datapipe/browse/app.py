@@ -24,7 +24,7 @@ from datapipe.browse.queries import PAGE, Filters, Queries, changed_lines, posit
 from datapipe.browse.runs import loss_curve
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
-from datapipe.report.collect import StageRecord, crawl_lines, manifest_url_of, mixture_chains
+from datapipe.report.collect import StageView, crawl_lines, manifest_url_of, mixture_chains
 from datapipe.report.runs import find_runs
 from datapipe.store.manifest import open_component, read_manifest
 
@@ -32,7 +32,7 @@ TEMPLATES = Path(__file__).with_name("templates")
 CACHE_ROWS = 10  # cache rows per page
 
 
-def _funnels(chains: dict[str, list[StageRecord]]) -> dict[str, list[dict[str, Any]]]:
+def _funnels(chains: dict[str, list[StageView]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for source, chain in chains.items():
         out[source] = [

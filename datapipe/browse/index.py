@@ -37,7 +37,7 @@ from typing import Any
 from datapipe.io import fs
 from datapipe.io.jsonl import read_records
 from datapipe.io.shards import part_name, records_name
-from datapipe.report.collect import StageRecord
+from datapipe.report.collect import StageView
 from datapipe.runtime.decisions import KEPT_DIR, removed_schema
 from datapipe.runtime.decisions import SUFFIX as REMOVED_SUFFIX
 
@@ -90,14 +90,14 @@ class StageIndex:
     path: str  # the index file
 
 
-def indexed_stages(chains: dict[str, list[StageRecord]]) -> list[tuple[int, StageRecord]]:
+def indexed_stages(chains: dict[str, list[StageView]]) -> list[tuple[int, StageView]]:
     """(step, stage) of every stage with documents (not the token cache), in chain order per source."""
     return [
         (step, rec) for chain in chains.values() for step, rec in enumerate(chain) if rec.stage != "tokenize"
     ]
 
 
-def index_path(index_dir: str, rec: StageRecord) -> str:
+def index_path(index_dir: str, rec: StageView) -> str:
     """The index file of a stage folder (``index_dir`` is a local folder: DuckDB reads it, many times a second)."""
     return os.path.join(index_dir, rec.source, f"{rec.dirname}.parquet")
 
@@ -164,7 +164,7 @@ def _quality_evidence(meta: dict[str, Any]) -> str | None:
     return ", ".join(parts) + f"; ensemble bucket {buckets.get(ENSEMBLE)}" + tail
 
 
-def _select(chain: list[StageRecord]) -> str | None:
+def _select(chain: list[StageView]) -> str | None:
     """The classifier the chain's quality stage selects by: the score the quality column shows at that stage and
     at every later one (decon, PII), whose own configs do not name it."""
     for rec in chain:
@@ -174,7 +174,7 @@ def _select(chain: list[StageRecord]) -> str | None:
     return None
 
 
-def _minhash_threshold(rec: StageRecord) -> float | None:
+def _minhash_threshold(rec: StageView) -> float | None:
     """The Jaccard threshold a dedup stage ran MinHash with (its ``stage.json``), else None: also when it verified
     no pair (FineWeb-2's preset), where a removal's Jaccard under the configured figure is not a missed keep."""
     minhash = rec.doc.get("config", {}).get("minhash") if rec.stage == "dedup" else None
@@ -201,7 +201,7 @@ def _removed_page_type(row: dict[str, Any]) -> str | None:
 
 
 def shard_rows(
-    rec: StageRecord, step: int, shard: int, previous: StageRecord | None, select: str | None
+    rec: StageView, step: int, shard: int, previous: StageView | None, select: str | None
 ) -> Iterator[dict[str, Any]]:
     """The index rows of one shard of one stage, in input order: kept documents interleaved with removed ones at
     their input positions (a kept document's position is the next one no removed row holds)."""
@@ -296,9 +296,7 @@ class _RowWriter:
         self.writer.close()
 
 
-def _write_stage(
-    path: str, rec: StageRecord, step: int, previous: StageRecord | None, select: str | None
-) -> int:
+def _write_stage(path: str, rec: StageView, step: int, previous: StageView | None, select: str | None) -> int:
     """Write one stage folder's index: its kept rows first, then its removed rows grouped by reason (each group in
     shard and input order). A filtered view then reads few row groups: a view of one outcome or one reason skips
     the others' groups by their min/max statistics, and its first page comes from the first groups it reads.
@@ -344,7 +342,7 @@ def _write_stage(
 
 
 def build_index(
-    chains: dict[str, list[StageRecord]], index_dir: str, say: Callable[[str], None] = lambda _: None
+    chains: dict[str, list[StageView]], index_dir: str, say: Callable[[str], None] = lambda _: None
 ) -> list[StageIndex]:
     """Write the index of every stage folder that has none yet (or one an older browser wrote); return them all,
     in chain order."""

@@ -22,7 +22,11 @@ REPEAT_WARNING = 4.0  # epochs over a component beyond which a warning is printe
 
 
 @dataclass(frozen=True)
-class StageRecord:
+class StageView:
+    """A finished stage of a build as the report and the browser read it: where it is (``url``, its folder's
+    ``dirname``) and its ``stage.json`` as read (``doc``; :class:`datapipe.runtime.record.StageRecord` is the typed
+    record a stage writes)."""
+
     source: str
     stage: str
     dirname: str
@@ -55,16 +59,16 @@ def _stage_dirs(source_dir: str) -> dict[str, str]:
     return out
 
 
-def source_chain(output: str, source: str, cache_dir: str) -> list[StageRecord]:
+def source_chain(output: str, source: str, cache_dir: str) -> list[StageView]:
     """The stages that made ``cache_dir`` (``source/tokenize-xxxx``), first stage first."""
     source_dir = fs.join(output, source)
     by_hash = _stage_dirs(source_dir)
-    chain: list[StageRecord] = []
+    chain: list[StageView] = []
     name = cache_dir.rstrip("/").split("/")[-1]
     while True:
         url = fs.join(source_dir, name)
         doc = json.loads(fs.read_text(fs.join(url, STAGE_JSON)))
-        chain.append(StageRecord(source, doc["stage"], name, url, doc))
+        chain.append(StageView(source, doc["stage"], name, url, doc))
         inputs = doc.get("inputs", [])
         if not inputs or isinstance(inputs[0], dict):  # raw input files: the chain starts here
             break
@@ -75,7 +79,7 @@ def source_chain(output: str, source: str, cache_dir: str) -> list[StageRecord]:
     return chain[::-1]
 
 
-def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageRecord]]]:
+def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageView]]]:
     """(manifest, {source: its stage chain}) of a finished build (a source's components are its languages when it
     is split by language, or the source itself)."""
     url = manifest_url_of(output)

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from datapipe import __version__
 from datapipe.report import BROWSE_PORT, plots
-from datapipe.report.collect import StageRecord, crawl_line, mixture_chains, token_plan
+from datapipe.report.collect import StageView, crawl_line, mixture_chains, token_plan
 from datapipe.report.runs import find_runs
 
 BROWSE_URL = f"http://127.0.0.1:{BROWSE_PORT}"
@@ -73,7 +73,7 @@ def _link(href: str, text: str) -> str:
     return f'<a class="view" href="{html.escape(href)}">{html.escape(text)}</a>'
 
 
-def _cutoff(record: StageRecord, classifier: str) -> float | None:
+def _cutoff(record: StageView, classifier: str) -> float | None:
     select = record.doc.get("config", {}).get("select") or {}
     if select.get("classifier") != classifier:
         return None
@@ -104,7 +104,7 @@ def _mixture(manifest: dict[str, Any], train_tokens: int | None) -> str:
     )
 
 
-def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
+def _funnel(chains: dict[str, list[StageView]], base: str) -> str:
     out = []
     for source, chain in chains.items():
         rows = []
@@ -130,7 +130,7 @@ def _funnel(chains: dict[str, list[StageRecord]], base: str) -> str:
     return "".join(out)
 
 
-def _page_types(chains: dict[str, list[StageRecord]], base: str) -> str:
+def _page_types(chains: dict[str, list[StageView]], base: str) -> str:
     """Per source extracted by datapipe's learned extractor: the pages of each type it told, and those removed for
     their type (``extract: {page_types: ...}``), each linked to the browser's view of them."""
     out = []
@@ -154,7 +154,7 @@ def _page_types(chains: dict[str, list[StageRecord]], base: str) -> str:
     return "".join(out) or "<p>No source was extracted by datapipe's learned extractor.</p>"
 
 
-def _languages(manifest: dict[str, Any], chains: dict[str, list[StageRecord]], base: str) -> str:
+def _languages(manifest: dict[str, Any], chains: dict[str, list[StageView]], base: str) -> str:
     """Per source judged by language: what each language's filter kept, and its tokens and share when the source
     is split into per-language components."""
     split = manifest.get("by_language", {})
@@ -196,7 +196,7 @@ def _languages(manifest: dict[str, Any], chains: dict[str, list[StageRecord]], b
     return "".join(out) or "<p>No source is judged or split by language in this build.</p>"
 
 
-def _language_funnel(source: str, chain: list[StageRecord], base: str) -> str:
+def _language_funnel(source: str, chain: list[StageView], base: str) -> str:
     """Per language, each stage's documents in, kept and removed by reason (``stage.json``'s ``by_language``;
     language ID's removals under the language it found), each reason a link to the browser's view of them."""
     rows = []
@@ -225,7 +225,7 @@ def _language_funnel(source: str, chain: list[StageRecord], base: str) -> str:
     )
 
 
-def _scores(chains: dict[str, list[StageRecord]], base: str) -> str:
+def _scores(chains: dict[str, list[StageView]], base: str) -> str:
     out = []
     for source, chain in chains.items():
         for step, r in enumerate(chain):
@@ -242,7 +242,7 @@ def _scores(chains: dict[str, list[StageRecord]], base: str) -> str:
     return "".join(out) or "<p>No scores in this build (no language ID or quality stage).</p>"
 
 
-def _lengths(chains: dict[str, list[StageRecord]], base: str) -> str:
+def _lengths(chains: dict[str, list[StageView]], base: str) -> str:
     """Per source: characters of the documents that reach tokenization, and their tokens."""
     out = []
     for source, chain in chains.items():
@@ -260,7 +260,7 @@ def _lengths(chains: dict[str, list[StageRecord]], base: str) -> str:
     return "".join(out) or "<p>No length statistics (a build older than this datapipe version).</p>"
 
 
-def _duplicates(chains: dict[str, list[StageRecord]], base: str) -> str:
+def _duplicates(chains: dict[str, list[StageView]], base: str) -> str:
     out = []
     for source, chain in chains.items():
         for step, r in enumerate(chain):
@@ -273,7 +273,7 @@ def _duplicates(chains: dict[str, list[StageRecord]], base: str) -> str:
     return "".join(out) or "<p>No deduplication in this build.</p>"
 
 
-def _contamination(chains: dict[str, list[StageRecord]]) -> str:
+def _contamination(chains: dict[str, list[StageView]]) -> str:
     out = []
     for source, chain in chains.items():
         for r in chain:
@@ -305,7 +305,7 @@ def _contamination(chains: dict[str, list[StageRecord]]) -> str:
     return "".join(out) or "<p>No decontamination or PII scrubbing in this build.</p>"
 
 
-def _samples(chains: dict[str, list[StageRecord]], chars: int, base: str) -> str:
+def _samples(chains: dict[str, list[StageView]], chars: int, base: str) -> str:
     out = []
     for source, chain in chains.items():
         for r in chain:

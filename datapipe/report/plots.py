@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 
-from datapipe.report.collect import StageRecord  # noqa: E402
+from datapipe.report.collect import StageView  # noqa: E402
 from datapipe.runtime.stats import bin_edges  # noqa: E402
 
 
@@ -24,7 +24,7 @@ def _png(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def funnel(source: str, chain: list[StageRecord]) -> str:
+def funnel(source: str, chain: list[StageView]) -> str:
     """Documents into the first stage, then kept after each stage, with the removals by reason stacked."""
     fig, ax = plt.subplots(figsize=(7, 3.2))
     labels = ["input"] + [r.stage for r in chain]
