@@ -17,7 +17,9 @@ XLA reference (``--attention``; ``auto`` takes cuDNN's fused kernel on a GPU, Pa
 the run first checks the kernel against the reference on the run's own shapes (output and gradients of one
 attention layer, relative error) and stops if they differ by more than bf16 rounding.
 
-Last line: ``bench: train preset=P devices=D tokens_per_s=X mfu=Y``.
+Last line: ``bench: train preset=P devices=D tokens_per_s=X mfu=Y mfu_causal=Z``: ``mfu`` counts attention over
+the full sequence (PaLM's convention, as MaxText and Levanter report it), ``mfu_causal`` over the keys each token
+attends to (what causal kernels compute; lower by the attention's share).
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ def main() -> None:
     devices = trainer.mesh.devices.size
     peak, source = trainer.peak
     mfu = tps * trainer.flops_per_token / (peak * 1e12 * devices)
+    # the same run under the causal convention: attention counted over the keys each token attends to
+    causal_flops = trainer.model.flops_per_token(args.seq_len, causal=True)
+    mfu_causal = tps * causal_flops / (peak * 1e12 * devices)
     print(
         f"{jax.devices()[0].device_kind} x {devices}, mesh {dict(trainer.mesh.shape)}, {total:,} tokens on disk"
     )
@@ -107,7 +112,14 @@ def main() -> None:
         f"{args.steps} steps in {seconds:.2f}s: {tps:,.0f} tokens/s; peak {peak:.1f} TFLOP/s/device ({source})"
     )
     print(f"last loss {result.losses[max(result.losses)]:.4f}")
-    print(f"bench: train preset={args.preset} devices={devices} tokens_per_s={tps:.0f} mfu={mfu:.4f}")
+    print(
+        f"MFU {mfu:.4f} counting attention over the full sequence (PaLM's convention), {mfu_causal:.4f} counting "
+        f"the causal half a token attends to ({causal_flops / 1e9:.3f} GFLOP/token)"
+    )
+    print(
+        f"bench: train preset={args.preset} devices={devices} tokens_per_s={tps:.0f} mfu={mfu:.4f} "
+        f"mfu_causal={mfu_causal:.4f}"
+    )
 
 
 def _mixture(folder: str, docs: int, seq_len: int) -> tuple[str, int]:

@@ -444,3 +444,15 @@ def test_run_folder_is_named_and_another_runs_folder_is_refused(manifest, tmp_pa
     sha = hashlib.sha256(Path(manifest).read_bytes()).hexdigest()[:8]
     # beside the build, where the report and the browser find its runs
     assert folder == os.path.join(os.path.abspath(Path(manifest).parent), "runs", f"tiny-{sha}")
+
+
+def test_flops_per_token_under_both_conventions():
+    """PaLM's convention counts attention over the full sequence; the causal one over the keys a token attends
+    to, (seq_len + 1) / 2 on average: the two differ by exactly half the attention (less half a key)."""
+    from datapipe.train.model import PRESETS
+
+    m = PRESETS["150m"]
+    full, causal = m.flops_per_token(4096), m.flops_per_token(4096, causal=True)
+    attention_full = 3 * 2 * m.n_layers * 2 * m.n_heads * m.dh * 4096
+    assert full - causal == pytest.approx(attention_full * (4096 - 4097 / 2) / 4096)
+    assert round(0.3686 * causal / full, 2) == 0.29  # the TPU's 150m run, counted causally

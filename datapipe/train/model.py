@@ -87,12 +87,15 @@ class ModelConfig:
         emb = self.vocab_size * d * (1 if self.tie_embeddings else 2)
         return self.n_layers * layer + d + (emb if embeddings else 0)
 
-    def flops_per_token(self, seq_len: int) -> float:
+    def flops_per_token(self, seq_len: int, causal: bool = False) -> float:
         """Training FLOPs per token (forward + backward = 3x forward): every matmul including the LM head, and
-        attention scores and values over the full ``seq_len`` (the convention of PaLM's MFU)."""
+        attention scores and values over the full ``seq_len`` (the convention of PaLM's MFU, the default), or,
+        ``causal``, over the keys a token attends to, ``(seq_len + 1) / 2`` on average (what causal kernels such
+        as splash attention compute: they skip the masked half). Both are reported; the first is the larger."""
         d, f, h, kv, dh = self.d_model, self.d_ff, self.n_heads, self.n_kv_heads, self.dh
         matmul = self.n_layers * (d * h * dh + 2 * d * kv * dh + h * dh * d + 3 * d * f) + d * self.vocab_size
-        attention = self.n_layers * 2 * h * dh * seq_len
+        attended = (seq_len + 1) / 2 if causal else seq_len
+        attention = self.n_layers * 2 * h * dh * attended
         return 3 * 2 * (matmul + attention)
 
 
