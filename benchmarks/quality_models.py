@@ -22,7 +22,8 @@ ships (``fixture_quality_embedding``); both are scored on the held-out part.
   documents. Then ``datapipe classifier distill``'s code trains a fastText student (10 bins, its default
   settings) on the teacher's scores of every recipe paragraph; ``student_spearman`` is its Spearman correlation with
   the teacher on the paragraphs it held out, and ``student_speedup`` the ratio of their documents per CPU second on
-  the 3 KB documents (torch on one thread, as fastText is). torch and transformers are installed first when missing
+  the same 200 of the 3 KB documents, each the best of ``--tries`` (torch on one thread, as fastText is; until
+  2026-12-06 the teacher was timed once and the student as a best of three). torch and transformers are installed first when missing
   (``pip install '.[transformers]'``, about 5.5 GB).
 
 Run: ``.venv/bin/python benchmarks/quality_models.py``. Last line:
@@ -140,8 +141,9 @@ def teacher_and_student(args, texts, truth, training, docs, tmp) -> dict[str, fl
     scores = teacher.scores([t for _, t in sample])
     result = distill(sample, scores, None, "fasttext", str(Path(tmp, "student")), bins=10, seed=0)
     student = load_scorer(result.student_url, "__label__hq")
-    teacher_speed = cpu_speed(teacher, docs[:200], 1)
-    student_speed = cpu_speed(student, docs, args.tries)
+    # both timed the same way: the same 200 documents, the best of the same number of tries
+    teacher_speed = cpu_speed(teacher, docs[:200], args.tries)
+    student_speed = cpu_speed(student, docs[:200], args.tries)
     print(
         f"teacher: BERT {args.teacher_layers} layers x {args.teacher_hidden}, built and fine-tuned in {built:.0f} s;"
         f" held-out ROC AUC {roc_auc(teacher.scores(texts), truth):.4f}; {teacher_speed:,.1f} documents of 3 KB per"
