@@ -46,9 +46,19 @@ dedup stage's parts; datatrove's: its JsonlWriter after ``MinhashDedupFilter``).
 (and 16x with ``--full``): time per input document of each stage, its peak RSS, and whether it stays within 1.3x of
 its 1x cost.
 
+Four ratios of datatrove's wall time over ours on the same 1x corpus, in one run (issue 71), each named for how it
+was run: ``vs_datatrove``, the headline (each side's own extractor: ours by ``--extract``, datatrove's Trafilatura;
+our side after the untimed warm-up); ``like_for_like`` (Trafilatura on both sides; our side warm); ``cold_vs_datatrove``
+(our first build of the run, before the warm-up and the byte-compiling, as datatrove's side always runs: no warm-up
+on either side); ``beam_vs_datatrove`` (our side on Beam's DirectRunner with as many workers, warm). Every datapipe
+run and datatrove's are timed the same way otherwise: launch to exit of the whole process tree, one run each. The
+4x and 16x corpora repeat the 1x pages under other URLs: ``worst_scaling`` measures cost per input document, not
+new text (distinct pages at those sizes are not built yet).
+
 Run: ``.venv/bin/python benchmarks/e2e.py [--sizes 1,4] [--full] [--work DIR]``. Last line:
-``bench: e2e vs_datatrove=X cpu_vs_datatrove=C kept_overlap=Y worst_scaling=Z e2e_overlap=W`` (C: the ratio of
-CPU seconds, user + sys of every process of each side). Fixed and marginal cost: both sides also run on every
+``bench: e2e vs_datatrove=X cpu_vs_datatrove=C like_for_like=L cold_vs_datatrove=K beam_vs_datatrove=B
+kept_overlap=Y worst_scaling=Z e2e_overlap=W`` (C: the ratio of CPU seconds, user + sys of every process of each
+side). Fixed and marginal cost: both sides also run on every
 20th page in as many shards; the line through that run and the 1x one gives each side's fixed seconds and ms per
 page (wall and CPU).
 """
@@ -827,6 +837,17 @@ def main() -> None:
         tokenizer = str(work / "gpt2-tokenizer.json")
         load_tokenizer(TokenizerConfig("builtin:gpt2")).tokenizer.save(tokenizer)
 
+        # the cold run: the 1x corpus built before anything else of ours ran in this run (no warm-up build, no
+        # byte-compiling: the caches and bytecode as this checkout had them), as datatrove's side always runs
+        corpus_1x = work / "corpus-1x"
+        shutil.rmtree(corpus_1x, ignore_errors=True)
+        build_corpus(corpus_1x, pages, 1)
+        os.sync()
+        cold = run_datapipe(
+            corpus_1x, work, "cold", model, args.threshold, args.timeout, args.extract, args.engine
+        )
+        print(f"datapipe 1x cold ({args.engine} engine, before any warm-up): {cold['wall']:.1f} s")
+
         # untimed warm-up build on a few pages: a fresh checkout's first build compiles numba's caches (~10 s on
         # this machine), which would otherwise land in whichever timed run comes first; the bytecode first
         t0 = time.perf_counter()
@@ -857,6 +878,17 @@ def main() -> None:
             )
         theirs = run_datatrove(corpora[1], work, tokenizer, args.timeout, args.alpha_rule)
         print(f"datatrove 1x: {theirs['wall']:.1f} s, peak RSS {_mib(theirs['maxrss'])} MiB")
+        # like for like: Trafilatura on both sides (datatrove's extractor), the rest of our recipe as above
+        like = run_datapipe(
+            corpora[1], work, "like", model, args.threshold, args.timeout, "trafilatura", args.engine
+        )
+        print(f"datapipe 1x with Trafilatura ({args.engine} engine): {like['wall']:.1f} s")
+        # the other engine: Beam's DirectRunner when the headline ran on the local engine, and the other way round
+        other = "beam" if args.engine == "local" else "local"
+        engine_run = run_datapipe(
+            corpora[1], work, other, model, args.threshold, args.timeout, args.extract, other
+        )
+        print(f"datapipe 1x on the {other} engine: {engine_run['wall']:.1f} s")
         # both sides on every 20th page, in as many shards: with the 1x runs, each side's fixed and marginal cost
         small_corpus = work / "corpus-small"
         shutil.rmtree(small_corpus, ignore_errors=True)
@@ -907,11 +939,27 @@ def main() -> None:
         worst = print_scaling(ours, len(pages)) if len(sizes) > 1 else 1.0
         vs = theirs["wall"] / ours[1]["wall"]  # the same pages on both sides: docs/s over docs/s
         cpu_vs = theirs["cpu"] / ours[1]["cpu"]
+        like_vs = theirs["wall"] / like["wall"]
+        cold_vs = theirs["wall"] / cold["wall"]
+        beam_run = engine_run if other == "beam" else ours[1]
+        beam_vs = theirs["wall"] / beam_run["wall"]
+        print()
+        print("the same 1x corpus, datatrove's wall time over ours, each run as it says:")
+        print(f"  headline (our extractor {args.extract}, {args.engine} engine, after a warm-up): {vs:.2f}")
+        print(
+            f"  like for like (Trafilatura on both sides, {args.engine} engine, after a warm-up): {like_vs:.2f}"
+        )
+        print(f"  cold (our first build of this run, no warm-up on either side): {cold_vs:.2f}")
+        print(f"  Beam's DirectRunner ({WORKERS} workers, our extractor): {beam_vs:.2f}")
+        print(
+            "  (the 4x and 16x corpora repeat the 1x pages under other URLs: worst_scaling measures cost per input "
+            "document, not new text)"
+        )
         print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s (corpora and training included)")
         print(
-            f"bench: e2e vs_datatrove={vs:.2f} cpu_vs_datatrove={cpu_vs:.2f} kept_overlap={overlap:.3f}"
-            f" worst_scaling={worst:.2f}"
-            f" e2e_overlap={e2e_overlap:.3f}"
+            f"bench: e2e vs_datatrove={vs:.2f} cpu_vs_datatrove={cpu_vs:.2f} like_for_like={like_vs:.2f}"
+            f" cold_vs_datatrove={cold_vs:.2f} beam_vs_datatrove={beam_vs:.2f} kept_overlap={overlap:.3f}"
+            f" worst_scaling={worst:.2f} e2e_overlap={e2e_overlap:.3f}"
         )
     finally:
         if tmp:
