@@ -42,14 +42,14 @@ import e2e  # noqa: E402
 import scale  # noqa: E402
 import scale_corpus  # noqa: E402
 
-from datapipe.browse.launch import stop  # noqa: E402
+from datapipe import stop_browser as stop  # noqa: E402
 
 TARGET_S = 1.0
 
 
 def _start(out: Path, index: Path) -> tuple[subprocess.Popen, str, float]:
     """``datapipe browse`` on a free port; its URL once it listens, and the seconds until then (the index)."""
-    from datapipe.browse.launch import spawn
+    from datapipe import spawn_browser as spawn
 
     t0 = time.perf_counter()
     proc, url = spawn(str(out), str(index), cwd=str(REPO), echo=lambda line: print(f"  {line}", flush=True))
@@ -65,14 +65,14 @@ def _timed(url: str) -> tuple[float, str]:
 
 def _steps(out: Path) -> dict[str, int]:
     """The web source's stage -> its place in the chain."""
-    from datapipe.report.collect import mixture_chains
+    from datapipe import mixture_chains
 
     _, chains = mixture_chains(str(out))
     return {rec.stage: step for step, rec in enumerate(chains["web"])}
 
 
 def _top_filter_reason(out: Path) -> str:
-    from datapipe.report.collect import mixture_chains
+    from datapipe import mixture_chains
 
     _, chains = mixture_chains(str(out))
     (rec,) = [r for r in chains["web"] if r.stage == "filter"]

@@ -31,9 +31,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import best_of, documents  # noqa: E402
 
-from datapipe import TokenizerConfig, load_tokenizer  # noqa: E402
-from datapipe.store.jagged import JaggedReader, concat_jagged, write_rows_npy  # noqa: E402
-from datapipe.store.tensorstore_spec import open_array  # noqa: E402
+from datapipe import (  # noqa: E402  # noqa: E402
+    JaggedReader,
+    TokenizerConfig,
+    concat_jagged,
+    load_tokenizer,
+    open_array,  # noqa: E402
+    write_rows_npy,
+)
 
 LONG_DOC = """
 import sys, time

@@ -93,11 +93,18 @@ def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float])
     import os
 
     sys.path.insert(0, str(REPO))
-    from datapipe import TokenizerConfig, load_tokenizer
-    from datapipe.io import fs
-    from datapipe.store.cache import FIELD, LEDGER, make_ledger, write_ledger
-    from datapipe.store.jagged import write_jagged
-    from datapipe.store.manifest import Component, write_manifest
+    from datapipe import CACHE_FIELD as FIELD
+    from datapipe import (
+        LEDGER,
+        Component,
+        TokenizerConfig,
+        fs,
+        load_tokenizer,
+        make_ledger,
+        write_jagged,
+        write_ledger,
+        write_manifest,
+    )
 
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))
     rows = tok.encode_arrays([t for _, t in documents(docs)])

@@ -156,8 +156,8 @@ def main() -> None:
             print(plan_line)
             # the sample, as the build will read it (the listing stored by the build names the same files)
             sys.path.insert(0, str(REPO))
-            from datapipe.crawl.listing import parse_listing
-            from datapipe.crawl.sample import Sample, sample
+            from datapipe import Sample, parse_listing
+            from datapipe import sample_files as sample
 
             listed = parse_listing((root / f"crawl-data/{CRAWL}/warc.paths.gz").read_bytes(), CRAWL, "warc")
             sampled = [f.path for f in sample(listed, Sample(fraction=FRACTION, seed=0))]

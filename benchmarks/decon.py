@@ -34,10 +34,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import documents  # noqa: E402
 
-from datapipe import normalize  # noqa: E402
-from datapipe.config.stages import DeconConfig, EvalSet  # noqa: E402
-from datapipe.decon.stage import DeconStage  # noqa: E402
-from datapipe.runtime.stats import StageStats  # noqa: E402
+from datapipe import (  # noqa: E402
+    DeconConfig,
+    DeconStage,  # noqa: E402
+    EvalSet,
+    StageStats,  # noqa: E402
+    normalize,  # noqa: E402
+)
 
 N = 13
 

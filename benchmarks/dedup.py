@@ -29,12 +29,19 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))
 
 from corpus import CORPORA, documents  # noqa: E402
 
-from datapipe import MinHasher, Shard, normalize, read_records  # noqa: E402
-from datapipe.config.stages import DedupConfig, MinHashConfig  # noqa: E402
-from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics  # noqa: E402
-from datapipe.dedup.minhash import Shingler  # noqa: E402
-from datapipe.dedup.stage import DedupStage  # noqa: E402
-from datapipe.io.jsonl import write_records_atomic  # noqa: E402
+from datapipe import (  # noqa: E402  # noqa: E402  # noqa: E402
+    DedupConfig,
+    DedupStage,  # noqa: E402
+    MinHashConfig,
+    MinHasher,
+    Shard,
+    Shingler,  # noqa: E402
+    all_pairs_jaccard,
+    normalize,
+    pair_metrics,
+    read_records,
+    write_records_atomic,  # noqa: E402
+)
 from pipelines.beam.dedup import run_dedup_global  # noqa: E402
 from pipelines.beam.quiet import PipelineOptions  # noqa: E402
 

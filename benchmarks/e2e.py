@@ -449,7 +449,7 @@ def datatrove_main(argv: list[str]) -> None:
     from datatrove.pipeline.tokens import DocumentTokenizer
     from datatrove.pipeline.writers import JsonlWriter
 
-    from datapipe.io.models import bundled_model_path
+    from datapipe import bundled_model_path
 
     w = cfg["work"]
     # datatrove's FT176 model is lid.176.bin, fetched from fbaipublicfiles at first use; point this instance at

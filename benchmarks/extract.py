@@ -31,10 +31,16 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType  # noqa: E402
 from resiliparse.extract.html2text import extract_plain_text  # noqa: E402
 from resiliparse.parse.encoding import bytes_to_str  # noqa: E402
 
-from datapipe import FilterDoc, Shard, build_chain, load_mixture  # noqa: E402
-from datapipe.config.stages import LangidConfig  # noqa: E402
-from datapipe.extract.stage import ExtractStage  # noqa: E402
-from datapipe.io.models import bundled_model_path, load_fasttext  # noqa: E402
+from datapipe import (  # noqa: E402  # noqa: E402
+    ExtractStage,  # noqa: E402
+    FilterDoc,
+    LangidConfig,  # noqa: E402
+    Shard,
+    build_chain,
+    bundled_model_path,
+    load_fasttext,
+    load_mixture,
+)
 from pipelines.mixtures import BUNDLED  # noqa: E402
 
 CORPORA = REPO / "tests" / "fixtures" / "corpora"
@@ -82,7 +88,7 @@ def bench_filters(texts: list[str], tries: int) -> tuple[float, float, int, int]
     from datatrove.data import Document
     from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
 
-    import datapipe.languages.spacy_words as words
+    from datapipe import spacy_words as words
 
     def ours() -> int:
         words.splitter.cache_clear()  # a cold word memo, as on a fresh worker

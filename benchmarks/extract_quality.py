@@ -52,9 +52,13 @@ sys.path.insert(0, str(REPO))
 import zstandard  # noqa: E402
 from article_pages import PARTS, article_pages, page_scores, score, summary  # noqa: E402  (beside this script)
 
-from datapipe.extract import content  # noqa: E402
-from datapipe.extract.content import main_content_text  # noqa: E402
-from datapipe.extract.html import decode_html, html_to_text, trafilatura_text  # noqa: E402
+from datapipe import (  # noqa: E402
+    decode_html,
+    html_to_text,
+    main_content_text,  # noqa: E402
+    trafilatura_text,
+)
+from datapipe import extract_content as content  # noqa: E402
 
 DEV = REPO.parent / "shared" / "data" / "extraction-dev" / "pages.jsonl.zst"
 EXPECTED_PAGES = 990

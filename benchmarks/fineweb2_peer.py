@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datapipe.languages import raw_config
+from datapipe import raw_config
 
 
 def datatrove_filters(language: str) -> list[Any]:

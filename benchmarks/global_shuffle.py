@@ -40,7 +40,7 @@ def corpus(folder: str, docs: int, shard_docs: int, seed: int = 0) -> int:
     fifty changed) of random earlier ones. Returns the number of shards."""
     from corpus import documents
 
-    from datapipe.io.jsonl import write_records_atomic
+    from datapipe import write_records_atomic
 
     rng = random.Random(seed)
     real = [t for _, t in documents(int(docs * 0.8))]
@@ -67,10 +67,7 @@ def corpus(folder: str, docs: int, shard_docs: int, seed: int = 0) -> int:
 
 def one(path: str, workers: int, upstream: str, out: str, shards: int) -> dict:
     """One global phase in this process (the child of :func:`main`): seconds, CPU seconds, peak memory."""
-    from datapipe.config.stages import DedupConfig, MinHashConfig
-    from datapipe.dedup.spill import DEDUP_TASKS
-    from datapipe.dedup.stage import DedupStage
-    from datapipe.io.shards import Shard
+    from datapipe import DEDUP_TASKS, DedupConfig, DedupStage, MinHashConfig, Shard
     from pipelines.beam.dedup import run_dedup_global
     from pipelines.beam.phase import TaskTable
     from pipelines.beam.quiet import PipelineOptions, beam

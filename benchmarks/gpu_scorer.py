@@ -49,7 +49,8 @@ def main() -> None:
         return
     import torch
 
-    from datapipe.quality.transformer import BATCH_TOKENS, TransformersScorer
+    from datapipe import TRANSFORMER_BATCH_TOKENS as BATCH_TOKENS
+    from datapipe import TransformersScorer
     from tests.hf_classifier import bert_classifier
 
     if not torch.cuda.is_available():

@@ -50,7 +50,7 @@ def _build(mixture: Path, out: Path) -> Path:
 
 
 def _removals(stage: Path, shard: int) -> list:
-    from datapipe.dedup.store import read_removals
+    from datapipe import read_removals
 
     return read_removals(str(stage), shard)
 

@@ -56,8 +56,7 @@ def documents(
 ) -> dict[str, list[Doc]]:
     """Up to ``per_language`` extracted pages per language whose lid.176 label agrees with their package, after
     the first ``skip`` such pages (pages the development never looked at)."""
-    from datapipe import HtmlExtractor, LanguageIdentifier
-    from datapipe.languages import lid176_language
+    from datapipe import HtmlExtractor, LanguageIdentifier, lid176_language
 
     ensure_packages(tuple(f"libreoffice-help-{k}" for k in languages))
     extract, lid = HtmlExtractor(), LanguageIdentifier()

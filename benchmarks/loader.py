@@ -30,9 +30,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import token_mixture  # noqa: E402
 
-from datapipe import MixtureLoader  # noqa: E402
-from datapipe.store.cache import FIELD  # noqa: E402
-from datapipe.store.tensorstore_spec import open_array  # noqa: E402
+from datapipe import CACHE_FIELD as FIELD  # noqa: E402
+from datapipe import (
+    MixtureLoader,  # noqa: E402
+    open_array,  # noqa: E402
+)
 
 WEIGHTS = {"web": 0.6, "code": 0.3, "books": 0.1}
 

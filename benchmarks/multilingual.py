@@ -39,11 +39,14 @@ import numpy as np  # noqa: E402
 from fineweb2_peer import datatrove_decision, datatrove_filters  # noqa: E402
 from lo_help import documents  # noqa: E402
 
-from datapipe import FilterDoc  # noqa: E402
-from datapipe.dedup.wordsig import WordMinHash  # noqa: E402
-from datapipe.filters.fineweb2 import fineweb2_rules  # noqa: E402
-from datapipe.filters.presets import FilterChain  # noqa: E402
-from datapipe.languages import language_config, word_splitter  # noqa: E402
+from datapipe import (  # noqa: E402
+    FilterChain,  # noqa: E402
+    FilterDoc,  # noqa: E402
+    WordMinHash,  # noqa: E402
+    fineweb2_rules,  # noqa: E402
+    language_config,
+    word_splitter,
+)
 
 MIN_DOCS = 100  # per language, as the issue asks
 CJKV = ("cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn")

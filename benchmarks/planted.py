@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from datapipe import Shard
-from datapipe.config.stages import DedupConfig, MinHashConfig
-from datapipe.dedup.spill import BAND, KEY
-from datapipe.dedup.stage import DedupStage
+from datapipe import DEDUP_BAND as BAND
+from datapipe import DEDUP_KEY as KEY
+from datapipe import DedupConfig, DedupStage, MinHashConfig, Shard
 
 BANDS, ROWS = 14, 8
 PERM = BANDS * ROWS
@@ -137,7 +136,7 @@ def make_stage(out_dir: str, total: int, docs_per_shard: int = 10_000, seed: int
 
 def check(stage: PlantedStage) -> dict[str, int]:
     """The removal lists against the planted truth, shard by shard: copies, removed copies, removed uniques."""
-    from datapipe.dedup.store import read_removals
+    from datapipe import read_removals
 
     out = {"copies": 0, "found": 0, "false": 0}
     for shard in stage.shards():

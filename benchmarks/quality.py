@@ -22,14 +22,17 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import best_of, documents  # noqa: E402
 
-from datapipe import Shard  # noqa: E402
-from datapipe.config.recipe import load_recipe  # noqa: E402
-from datapipe.config.stages import ClassifierRef, QualityConfig  # noqa: E402
-from datapipe.io.jsonl import write_records_atomic  # noqa: E402
-from datapipe.io.models import load_fasttext  # noqa: E402
-from datapipe.quality.model import preprocess  # noqa: E402
-from datapipe.quality.stage import QualityStage  # noqa: E402
-from datapipe.quality.train import train  # noqa: E402
+from datapipe import (  # noqa: E402
+    ClassifierRef,
+    QualityConfig,
+    QualityStage,  # noqa: E402
+    Shard,  # noqa: E402
+    load_fasttext,  # noqa: E402
+    load_recipe,  # noqa: E402
+    preprocess,  # noqa: E402
+    write_records_atomic,  # noqa: E402
+)
+from datapipe import train_classifier as train  # noqa: E402
 
 
 def main() -> None:

@@ -52,11 +52,17 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from datapipe import load_scorer  # noqa: E402
-from datapipe.config.recipe import load_recipe  # noqa: E402
-from datapipe.quality.ensemble import boundaries, bucket_of, combine  # noqa: E402
-from datapipe.quality.model import preprocess  # noqa: E402
-from datapipe.quality.train import examples, roc_auc, train  # noqa: E402
+from datapipe import bucket_boundaries as boundaries  # noqa: E402
+from datapipe import (
+    bucket_of,
+    load_recipe,  # noqa: E402
+    load_scorer,  # noqa: E402
+    preprocess,  # noqa: E402
+    roc_auc,
+)
+from datapipe import combine_buckets as combine
+from datapipe import train_classifier as train
+from datapipe import training_examples as examples  # noqa: E402
 
 DOC_CHARS = 3000
 
@@ -112,7 +118,7 @@ def teacher_and_student(args, texts, truth, training, docs, tmp) -> dict[str, fl
     """Build and fine-tune the BERT teacher, check it against transformers, distil a fastText student from it."""
     import torch
 
-    from datapipe.quality.distill import distill
+    from datapipe import distill
     from tests.hf_classifier import bert_classifier, fine_tune
 
     torch.set_num_threads(1)

@@ -218,8 +218,8 @@ def dedup_child(engine: str, docs: int, work: str) -> None:
     """``scale.py _dedup ENGINE DOCS WORK``: the dedup global phase on planted keys, on one engine."""
     import planted
 
-    from datapipe.dedup.spill import DEDUP_TASKS
-    from datapipe.orchestrate.registry import DEDUP
+    from datapipe import DEDUP_PHASE as DEDUP
+    from datapipe import DEDUP_TASKS
 
     stage = planted.make_stage(os.path.join(work, "stage"), docs)
     shards = stage.shards()

@@ -59,8 +59,7 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
     import jax
 
-    from datapipe import Trainer, load_train_config
-    from datapipe.train.model import attention_kernel
+    from datapipe import Trainer, attention_kernel, load_train_config
 
     data, fsdp, model = (int(x) for x in args.mesh.split(","))
     with tempfile.TemporaryDirectory() as work:
@@ -149,7 +148,8 @@ def check_attention(cfg, seq_len: int, batch: int = 2, tolerance: float = 2e-2) 
     import jax.numpy as jnp
     import numpy as np
 
-    from datapipe.train.model import _attention, attention_kernel, attention_mask
+    from datapipe import attention_kernel, attention_mask
+    from datapipe import reference_attention as _attention
 
     rng = np.random.default_rng(0)
     d, h, kv, dh = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.dh

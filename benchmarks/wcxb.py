@@ -47,10 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wcxb_data import FOLDS, TYPES, WcxbPage, load, prf, words  # noqa: E402  (beside this script)
 
 from classifiers.extractor import extra_records, records, train  # noqa: E402
-from datapipe.extract import content  # noqa: E402
-from datapipe.extract.analysis import analyze  # noqa: E402
-from datapipe.extract.html import decode_html, html_to_text  # noqa: E402
-from datapipe.extract.model import Models  # noqa: E402
+from datapipe import ExtractorModels as Models  # noqa: E402
+from datapipe import (  # noqa: E402
+    analyze,  # noqa: E402
+    decode_html,
+    html_to_text,
+)
+from datapipe import extract_content as content  # noqa: E402
 
 # WCXB's published rows (its README, F1 mean over the development split), quoted as published
 PUBLISHED = {
