@@ -59,6 +59,7 @@ def test_weights_by_short_code_build_each_languages_component_with_reasons(tmp_p
 
     page = render_report(str(out))
     assert "langid/language" in page[page.index('<section id="languages">') :]
+    assert "&middot; 2 components</p>" in page  # the manifest's components, not the sources
     from starlette.testclient import TestClient
 
     from datapipe.browse.app import create_app
@@ -181,3 +182,18 @@ def test_an_unverified_minhash_removal_shows_no_threshold() -> None:
 
     assert _minhash_threshold(record(True)) == 0.8
     assert _minhash_threshold(record(False)) is None
+
+
+def test_the_planned_vs_available_chart_shows_its_smallest_bar(monkeypatch) -> None:
+    """On a log axis fitted to the data the smallest bar started at the axis and could not be seen."""
+    from datapipe.report import plots
+
+    axes = []
+    monkeypatch.setattr(plots, "_png", lambda fig: axes.append(fig.axes[0]) or "")
+    rows = [
+        {"name": "small", "tokens": 405_000, "planned_tokens": 300_000},
+        {"name": "large", "tokens": 900_000_000, "planned_tokens": 500_000_000},
+    ]
+    plots.planned_vs_available(rows, 500_300_000)
+    bottom, _ = axes[0].get_ylim()
+    assert bottom <= 300_000 / 4
