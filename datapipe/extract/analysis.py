@@ -15,6 +15,8 @@ discussion).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
 
@@ -23,11 +25,11 @@ from selectolax.lexbor import LexborHTMLParser
 
 from datapipe.extract.blocks import HEADINGS, Block, Container, size_of
 from datapipe.extract.features import FEATURES, block_features
-from datapipe.extract.model import Models, choose, shipped
-from datapipe.extract.names import classify_discussion, names_comments
+from datapipe.extract.model import Models, shipped
+from datapipe.extract.names import names_comments
 from datapipe.extract.pagetype import head_of, page_features, with_page_types
 from datapipe.extract.render import headline, render
-from datapipe.extract.rules import SHORT_CHARS, decide
+from datapipe.extract.rules import SHORT_CHARS
 from datapipe.extract.spaces import drop_invisible, nfc
 from datapipe.extract.walk import WalkRules, compiled, learned
 
@@ -107,7 +109,7 @@ def analyze(
         return Analysis([], [], [], _title_element(tree))
     a = _walk(walk, rules, body.mem_id)
     if is_discussion(a):  # read it again, its comments as text (rare: an extra walk)
-        a = _walk(walk, replace(rules, classify=classify_discussion), body.mem_id)
+        a = _walk(walk, replace(rules, discussion=True), body.mem_id)
     top = headline(a.blocks, a.why)
     if top is None:
         return replace(a, title=_title_element(tree))
@@ -132,7 +134,7 @@ def _learned(html: str | bytes, url: str, models: Models) -> Analysis:
     if not blocks:
         return replace(a, title=_title_element(tree), page_type=kind, page_type_score=score)
     p = models.blocks.probabilities(with_page_types(x, page))[:, 0]
-    keep = choose(p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
+    keep = _compiled()[1](p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
     why = ["" if k else (w or "model") for k, w in zip(keep.tolist(), a.why, strict=True)]
     top = _headline_of(blocks, why)
     # the <title> element is read only where no <h1> heads the page (a CSS query: not on every page)
@@ -142,7 +144,8 @@ def _learned(html: str | bytes, url: str, models: Models) -> Analysis:
     if top is not None and not why[top]:
         why[top] = "title"  # the headline is the page's title: metadata, out of the text (as the rules do it)
     title = blocks[top].text if top is not None else named
-    return replace(a, why=why, title=title, page_type=kind, page_type_score=score, scores=p.tolist())
+    # made directly, not by dataclasses.replace (which reads the fields back and calls the same __init__)
+    return Analysis(a.blocks, a.containers, why, title, kind, score, p.tolist(), a.declared, a.generators)
 
 
 def walked(html: str | bytes) -> Analysis:
@@ -159,7 +162,7 @@ def _walked(tree: LexborHTMLParser) -> Analysis:
     walk, rules = learned()
     walker = walk.Walk(rules)
     walker.run(body.mem_id)
-    why = decide(walker.blocks, walker.containers)
+    why = _compiled()[0](walker.blocks, walker.containers)
     return Analysis(
         walker.blocks,
         walker.containers,
@@ -167,6 +170,19 @@ def _walked(tree: LexborHTMLParser) -> Analysis:
         declared=(*declared, *walker.declared),
         generators=tuple(generators),
     )
+
+
+@functools.cache
+def _compiled() -> tuple[
+    Callable[[list[Block], list[Container]], list[str]], Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+]:
+    """The compiled rules' verdicts and block choice (:func:`datapipe.extract.verdicts.decide`,
+    :func:`datapipe.extract.scoring.choose`; the references are :func:`datapipe.extract.rules.decide` and
+    :func:`datapipe.extract.model.choose`), loaded once: built with the walk by ``python -m datapipe.extract.build``."""
+    from datapipe.extract.scoring import choose
+    from datapipe.extract.verdicts import decide
+
+    return decide, choose
 
 
 def _headline_of(blocks: list[Block], why: list[str]) -> int | None:
@@ -206,7 +222,7 @@ def _title_element(tree: LexborHTMLParser) -> str | None:
 def _walk(walk: ModuleType, rules: WalkRules, node: int) -> Analysis:
     walker = walk.Walk(rules)
     walker.run(node)
-    return Analysis(walker.blocks, walker.containers, decide(walker.blocks, walker.containers))
+    return Analysis(walker.blocks, walker.containers, _compiled()[0](walker.blocks, walker.containers))
 
 
 def main_content(

@@ -21,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "treewalk.pyx"
 SCORING = HERE / "scoring.pyx"  # the learned extractor's block statistics and trees (no lexbor needed)
+VERDICTS = HERE / "verdicts.pyx"  # the rules' verdicts (rules.decide), compiled (no lexbor needed)
 HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
 
 
@@ -53,8 +54,8 @@ def fetch_headers(release: str, into: Path) -> Path:
 
 
 def build(headers: Path, release: str) -> list[Path]:
-    """Compile ``treewalk.pyx`` (against lexbor's headers) and ``scoring.pyx`` (against numpy's) in place, next to
-    this file; returns the extension modules' paths."""
+    """Compile ``treewalk.pyx`` (against lexbor's headers), ``scoring.pyx`` (against numpy's) and ``verdicts.pyx``
+    in place, next to this file; returns the extension modules' paths."""
     import numpy
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
@@ -73,7 +74,8 @@ def build(headers: Path, release: str) -> list[Path]:
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O2"],
     )
-    dist = Distribution({"ext_modules": cythonize([walk, scoring], quiet=True, language_level=3)})
+    verdicts = Extension("datapipe.extract.verdicts", [str(VERDICTS)], extra_compile_args=["-O2"])
+    dist = Distribution({"ext_modules": cythonize([walk, scoring, verdicts], quiet=True, language_level=3)})
     cmd = dist.get_command_obj("build_ext")
     cmd.inplace = True
     # never link an object file that another build (of another checkout) left in the shared temporary folder
@@ -82,7 +84,7 @@ def build(headers: Path, release: str) -> list[Path]:
     cmd.build_lib = str(headers.parent / "lib")
     dist.package_dir = {"datapipe": str(HERE.parent)}
     dist.run_command("build_ext")
-    return [next(HERE.glob("treewalk.*.so")), next(HERE.glob("scoring.*.so"))]
+    return [next(HERE.glob(f"{name}.*.so")) for name in ("treewalk", "scoring", "verdicts")]
 
 
 def main() -> None:

@@ -8,9 +8,13 @@ selectolax's tree is the one whose C structs a compiled walk can read (:mod:`dat
 the walk through selectolax's Python objects took 1.10 ms of a page's 1.91 ms (~1,750 nodes a page, each a Python
 object, a property read and a dictionary lookup); compiled, the whole page took 1.15 ms, and the blocks and
 containers it records were identical on every one of the 990 pages. With each block's text gathered in C as well,
-a page takes 0.86-0.93 ms, of which lexbor's parse is ~0.4 ms (docs/benchmarks.md). The compiled walk only moves
-text: every rule below is in Python (in the modules listed at the end). ``benchmarks/extract_quality.py`` measures
-it against both peers.
+a page takes 0.86-0.93 ms, of which lexbor's parse is ~0.4 ms (docs/benchmarks.md). The rules are written in Python
+(in the modules listed at the end), which are their reference; three run compiled, each held by a test to its
+reference: the judging of class and id names (:class:`datapipe.extract.treewalk.Vocabulary`), :func:`decide`
+(:mod:`datapipe.extract.verdicts`) and the learned extractor's choice of blocks. On the same pages, side by side
+on one machine, the learned extractor took 3.6-4.5 ms a page with them in Python (the walk 1.6-2.0 ms, most of it
+judging names; the verdicts 0.4-0.5) and 2.2-2.4 ms compiled (parse 0.7, walk 0.45-0.5, verdicts 0.25, block
+and page features 0.4, trees 0.35). ``benchmarks/extract_quality.py`` measures it against both peers.
 
 How it decides. One pass over the tree cuts the page into blocks (paragraphs, headings, list items, table rows,
 preformatted text) and records for each its text and how much of it is link text, and which named containers

@@ -53,17 +53,15 @@ class Forest:
         from datapipe.extract.scoring import forest_scores
 
         x = np.ascontiguousarray(x, dtype=np.float32)
-        return forest_scores(
-            x,
-            self.roots,
-            self.feature,
-            self.threshold,
-            self.left,
-            self.right,
-            self.default_left,
-            self.leaf_value,
-            self.classes,
-        )
+        return forest_scores(x, self.nodes, self.roots, self.leaf_value, self.classes)
+
+    @functools.cached_property
+    def nodes(self) -> np.ndarray:
+        """The inner nodes as the compiled walk reads them (:func:`datapipe.extract.scoring.pack_nodes`: one record a
+        node), made once per loaded model."""
+        from datapipe.extract.scoring import pack_nodes
+
+        return pack_nodes(self.feature, self.threshold, self.left, self.right, self.default_left)
 
     @classmethod
     def from_lightgbm(cls, dump: dict[str, Any]) -> Forest:
@@ -216,7 +214,8 @@ def forest_digest(forest: Forest) -> str:
 
 def choose(p: np.ndarray, weight: np.ndarray, floor: float) -> np.ndarray:
     """Which blocks to keep: the top ``k`` by probability ``p`` that maximize the expected F1 with weights
-    ``weight`` (a block's words), never one below ``floor``; the order of equal probabilities is the page's."""
+    ``weight`` (a block's words), never one below ``floor``; the order of equal probabilities is the page's. The
+    reference: the extractor runs :func:`datapipe.extract.scoring.choose`, the same arithmetic compiled."""
     keep = np.zeros(len(p), dtype=bool)
     if len(p) == 0:
         return keep

@@ -2,9 +2,11 @@
 not the article (navigation, share bars, teasers, comments, a paywall, ...) and which name the article's body, and
 the cached classifiers that judge a name by its word tokens (:func:`classify_name`).
 
-Why a module of its own: these are the words the rules are made of, tuned page by page, and the classifiers are the
-one place the compiled walk calls back into for every named element (:mod:`datapipe.extract.walk`); the rules that
-act on a verdict are in :mod:`datapipe.extract.rules`. Depends on nothing else of the extractor. The vocabulary's
+Why a module of its own: these are the words the rules are made of, tuned page by page, and the classifiers judge
+every named element; the rules that act on a verdict are in :mod:`datapipe.extract.rules`. The compiled walk
+judges names with the same words and logic in C (``treewalk.Vocabulary``, made from these lists by
+:func:`datapipe.extract.walk.vocabulary`); the classifiers here are its reference, and a change to their logic
+must be made there too (``tests/test_extract_compiled.py`` holds the two together). Depends on nothing else of the extractor. The vocabulary's
 meaning is told in :mod:`datapipe.extract.content`'s docstring (rule 2).
 """
 
@@ -138,17 +140,17 @@ def name_tokens(name: str) -> list[str]:
 
 _PARTS = re.compile(r"[^A-Za-z0-9]+")
 # the root names as token tuples: one word (``articlebody``) or two (``article body``)
-_ROOT_ONE = frozenset(n for n in ROOT_NAMES if " " not in n)
-_ROOT_TWO = frozenset(tuple(n.split()) for n in ROOT_NAMES if " " in n)
-assert all(len(t) == 2 for t in _ROOT_TWO)
+ROOT_ONE = frozenset(n for n in ROOT_NAMES if " " not in n)
+ROOT_TWO = frozenset(tuple(n.split()) for n in ROOT_NAMES if " " in n)
+assert all(len(t) == 2 for t in ROOT_TWO)
 
 
 def _root_end(toks: list[str]) -> int:
     """Where the first content-root name in the tokens ends, or 0 when none is there."""
     for i, tok in enumerate(toks):
-        if tok in _ROOT_ONE:
+        if tok in ROOT_ONE:
             return i + 1
-        if i + 1 < len(toks) and (tok, toks[i + 1]) in _ROOT_TWO:
+        if i + 1 < len(toks) and (tok, toks[i + 1]) in ROOT_TWO:
             return i + 2
     return 0
 

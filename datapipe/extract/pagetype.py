@@ -290,6 +290,8 @@ _CHARS, _LINK_SHARE, _CURRENCY = _COLUMN["chars"], _COLUMN["link_share"], _COLUM
 _KINDS = [_COLUMN[f"kind:{k}"] for k in KINDS]
 _KIND_AT = {k: i for i, k in enumerate(KINDS)}
 _GROUP_COLUMNS = [_COLUMN[f"group:{g}"] for g in BLOCK_GROUPS]
+_KIND_COLUMNS = np.array(_KINDS, dtype=np.intp)
+_GROUPS_AT = np.array(_GROUP_COLUMNS, dtype=np.intp)
 
 
 def _url_part(url: str) -> list[float]:
@@ -305,8 +307,9 @@ def _url_part(url: str) -> list[float]:
         if i is not None:
             words[i] = 1.0
     labels = (parts.hostname or "").split(".")
+    inner = labels[:-2]  # the labels before the domain and its suffix
     for j, w in enumerate(_HOST_WORDS):
-        if w in labels[:-2] or (labels and labels[0] == w):
+        if w in inner or (labels and labels[0] == w):
             host[j] = 1.0
     numbers = sum(any(ch.isdigit() for ch in s) for s in segments)
     last = segments[-1] if segments else ""
@@ -377,32 +380,43 @@ def _declared_part(declared: list[str], generators: list[str]) -> list[float]:
 def _block_part(x: np.ndarray) -> np.ndarray:
     """What the page's blocks say, from their features (:func:`datapipe.extract.features.block_features`, one row a
     block): how many, their text, the shares of paragraphs, list items, headings, rows, code, links and prose,
-    headlines, currency signs, and the share of blocks inside each of :data:`BLOCK_GROUPS`."""
+    headlines, currency signs, and the share of blocks inside each of :data:`BLOCK_GROUPS`. The counts are made in
+    one compiled pass (:func:`datapipe.extract.scoring.page_block_sums`); the sums of characters by numpy, as the
+    model was trained with (its pairwise summation and its matrix product fix their roundings)."""
+    from datapipe.extract.scoring import page_block_sums
+
     n = len(x)
     if n == 0:
         return np.zeros(12 + len(BLOCK_GROUPS))
     chars = np.expm1(x[:, _CHARS].astype(np.float64))
     total = chars.sum() or 1.0
-    kinds = x[:, _KINDS].astype(np.float64)
-    per_kind = kinds.sum(axis=0)
-    kind_chars = chars @ kinds
-    prose = float(chars[(kinds[:, 0] > 0) & (chars >= 200)].sum())
-    links = float((chars * x[:, _LINK_SHARE]).sum())
+    kind_chars = chars @ x[:, _KINDS].astype(np.float64)
+    per_kind, prose_chars, linked, currency, means = page_block_sums(
+        np.ascontiguousarray(x, dtype=np.float32),
+        chars,
+        _KIND_COLUMNS,
+        _LINK_SHARE,
+        _CURRENCY,
+        _GROUPS_AT,
+        200.0,
+    )
+    prose = float(prose_chars.sum())
+    links = float(linked.sum())
     head = [
         math.log1p(n),
         math.log1p(total),
         kind_chars[0] / total,
         kind_chars[_KIND_AT["li"]] / total,
-        per_kind[1:7].sum() / n,
+        sum(per_kind[1:7]) / n,
         kind_chars[_KIND_AT["tr"]] / total,
         kind_chars[_KIND_AT["pre"]] / total,
         links / total,
         prose / total,
         math.log1p(per_kind[1]),
         math.log1p(per_kind[2]),
-        math.log1p(float(x[:, _CURRENCY].sum())),
+        math.log1p(currency),
     ]
-    return np.concatenate([np.array(head), x[:, _GROUP_COLUMNS].mean(axis=0)])
+    return np.concatenate([np.array(head), means])
 
 
 # the block model reads each block's features and its page's type probabilities (the page-type model's, in the
@@ -423,16 +437,25 @@ def vocabulary() -> str:
 
 
 def with_page_types(x: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
-    """The block model's input: each block's features, then its page's type probabilities."""
-    return np.hstack([x, np.broadcast_to(probabilities.astype(np.float32), (len(x), len(PAGE_TYPES)))])
+    """The block model's input: each block's features, then its page's type probabilities (float32; written into
+    one new array: ``np.hstack`` of the two cost several times the copy)."""
+    n, m = x.shape
+    out = np.empty((n, m + len(PAGE_TYPES)), dtype=np.float32)
+    out[:, :m] = x
+    out[:, m:] = probabilities.astype(np.float32)
+    return out
 
 
 def page_features(url: str, declared: list[str], generators: list[str], blocks: np.ndarray) -> np.ndarray:
     """One row of :data:`FEATURES` for the page (float32, shape (1, len(FEATURES))), from its URL (may be empty),
     what it declares (:func:`head_of` and the walk's ``declared``) and its blocks' features
     (:func:`datapipe.extract.features.block_features`)."""
-    row = np.concatenate(
-        [np.array(_url_part(url) + _declared_part(declared, generators)), _block_part(blocks)]
-    )
-    assert len(row) == len(FEATURES)
-    return row.astype(np.float32)[None, :]
+    head = _url_part(url) + _declared_part(declared, generators)
+    part = _block_part(blocks)
+    assert len(head) + len(part) == len(FEATURES)
+    row = np.empty(
+        (1, len(FEATURES)), dtype=np.float32
+    )  # each float64 value rounded to float32, as astype does
+    row[0, : len(head)] = head
+    row[0, len(head) :] = part
+    return row

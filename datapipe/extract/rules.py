@@ -4,7 +4,9 @@ lines, context, headings, the end of the article), and the thresholds and patter
 
 Why a module of its own: this is where the extractor's precision is won or lost, tested rule by rule
 (``tests/test_extract_content.py``); it reads blocks, never the tree, so it is kept apart from the walk. The rules
-are told in :mod:`datapipe.extract.content`'s docstring.
+are told in :mod:`datapipe.extract.content`'s docstring. :func:`decide` is the reference: the extractor runs its
+compiled twin (:mod:`datapipe.extract.verdicts`, the same rules over C arrays: 0.43 -> 0.2 ms a page), which a
+change here must follow (``tests/test_extract_compiled.py`` holds the two to the same verdicts).
 """
 
 from __future__ import annotations

@@ -7,16 +7,14 @@ import numpy as np
 STATS: tuple[str, ...]
 
 def text_stats(texts: list[str]) -> np.ndarray: ...
+
+NODE: np.dtype
+
+def pack_nodes(
+    feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray, default_left: np.ndarray
+) -> np.ndarray: ...
 def forest_scores(
-    x: np.ndarray,
-    roots: np.ndarray,
-    feature: np.ndarray,
-    threshold: np.ndarray,
-    left: np.ndarray,
-    right: np.ndarray,
-    default_left: np.ndarray,
-    leaf_value: np.ndarray,
-    classes: int,
+    x: np.ndarray, nodes: np.ndarray, roots: np.ndarray, leaf_value: np.ndarray, classes: int
 ) -> np.ndarray: ...
 def fill_features(
     blocks: list[Any],
@@ -32,3 +30,13 @@ def fill_features(
     prose_chars: float,
     n_features: int,
 ) -> np.ndarray: ...
+def choose(p: np.ndarray, weight: np.ndarray, floor: float) -> np.ndarray: ...
+def page_block_sums(
+    x: np.ndarray,
+    chars: np.ndarray,
+    kind_columns: np.ndarray,
+    link_column: int,
+    currency_column: int,
+    group_columns: np.ndarray,
+    prose_chars: float,
+) -> tuple[list[float], np.ndarray, np.ndarray, float, np.ndarray]: ...

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The learned extractor's arithmetic, compiled: each block's text statistics, and a gradient-boosted tree ensemble
-evaluated over a page's blocks.
+"""The learned extractor's arithmetic, compiled: each block's text statistics and features, a gradient-boosted tree
+ensemble evaluated over a page's blocks, and the choice of the blocks kept (:func:`choose`).
 
 Why compiled: a page has ~250 blocks. LightGBM's own ``Booster.predict`` took 5.1 ms for 250 rows of a 300-tree
 model (2.6 ms with 150 trees), more than the whole extraction of a page (about 1 ms on Trafilatura's evaluation
@@ -8,11 +8,19 @@ pages); the same trees walked here over a contiguous float32 matrix take a fract
 scores (a test holds them to LightGBM's). The text statistics read each block's characters once, in C, where the
 same counts made with ``str`` methods in Python cost several microseconds a block.
 
-Nothing here decides: :mod:`datapipe.extract.model` says what the numbers mean.
+Nothing here decides but :func:`choose`, the compiled twin of :func:`datapipe.extract.model.choose` (the reference;
+a test holds the two together): :mod:`datapipe.extract.model` says what the numbers mean.
 """
 
-from cpython.unicode cimport PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH
+from cpython.unicode cimport PyUnicode_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH
+
+cdef extern from "Python.h":
+    int PyUnicode_1BYTE_KIND
+    int PyUnicode_2BYTE_KIND
+    ctypedef unsigned char Py_UCS1
+    ctypedef unsigned short Py_UCS2
 from libc.math cimport exp, isnan, log1p
+from libc.stdlib cimport calloc, free, malloc
 
 import numpy as np
 cimport numpy as cnp
@@ -49,107 +57,155 @@ cdef inline bint ends_sentence(Py_UCS4 c) noexcept:
     return c == 0x2E or c == 0x21 or c == 0x3F or c == 0x3002 or c == 0xFF01 or c == 0xFF1F or c == 0x2026
 
 
+cdef struct Counts:  # text_stats' counts of one text
+    Py_ssize_t words, digits, upper, alnum, cur, sent
+    bint inword
+    Py_UCS4 prev
+
+
+cdef inline void count_char(Counts *k, Py_UCS4 c) noexcept:
+    """One character of a text into its counts (see :func:`text_stats`)."""
+    cdef unsigned char cls
+    cdef bint w
+    if c < 128:
+        cls = ASCII[c]
+        w = cls & 1
+        if w:
+            k.alnum += 1
+            k.digits += (cls >> 1) & 1
+            k.upper += (cls >> 2) & 1
+    else:
+        w = Py_UNICODE_ISALNUM(c)
+        if w:
+            k.alnum += 1
+            if Py_UNICODE_ISDIGIT(c):
+                k.digits += 1
+            elif Py_UNICODE_ISUPPER(c):
+                k.upper += 1
+    if w and not k.inword:
+        k.words += 1
+    k.inword = w
+    if is_currency(c):
+        k.cur += 1
+    if c == 0x20 and ends_sentence(k.prev):
+        k.sent += 1
+    k.prev = c
+
+
 def text_stats(list texts):
     """Per text: words (runs of ``\\w``, as the metric's ``\\w+`` finds them), the share of digits and of upper-case
     letters among its letters and digits, whether it ends a sentence (``.``, ``!``, ``?``, ``…``, ``。``), the
-    currency signs in it, and its sentence ends followed by a space (``. ``)."""
+    currency signs in it, and its sentence ends followed by a space (``. ``). A loop per width of the text's
+    characters (most texts are one byte a character): reading each through ``PyUnicode_READ`` was a third slower."""
     cdef Py_ssize_t n = len(texts), i, j, length
     cdef cnp.ndarray[cnp.float32_t, ndim=2] out = np.zeros((n, len(STATS)), dtype=np.float32)
     cdef int kind
     cdef void *data
-    cdef Py_UCS4 c, prev
-    cdef Py_ssize_t words, digits, upper, alnum, cur, sent
-    cdef bint inword, w
-    cdef unsigned char cls
+    cdef Counts k
     cdef str text
     for i in range(n):
         text = texts[i]
         length = PyUnicode_GET_LENGTH(text)
         kind = PyUnicode_KIND(text)
         data = PyUnicode_DATA(text)
-        words = digits = upper = alnum = cur = sent = 0
-        inword = False
-        prev = 0
-        for j in range(length):
-            c = PyUnicode_READ(kind, data, j)
-            if c < 128:
-                cls = ASCII[c]
-                w = cls & 1
-                if w:
-                    alnum += 1
-                    digits += (cls >> 1) & 1
-                    upper += (cls >> 2) & 1
-            else:
-                w = Py_UNICODE_ISALNUM(c)
-                if w:
-                    alnum += 1
-                    if Py_UNICODE_ISDIGIT(c):
-                        digits += 1
-                    elif Py_UNICODE_ISUPPER(c):
-                        upper += 1
-            if w and not inword:
-                words += 1
-            inword = w
-            if is_currency(c):
-                cur += 1
-            if c == 0x20 and ends_sentence(prev):
-                sent += 1
-            prev = c
-        out[i, 0] = words
-        out[i, 1] = digits / <double> alnum if alnum else 0.0
-        out[i, 2] = upper / <double> alnum if alnum else 0.0
-        out[i, 3] = 1.0 if length and ends_sentence(prev) else 0.0
-        out[i, 4] = cur
-        out[i, 5] = sent
+        k.words = k.digits = k.upper = k.alnum = k.cur = k.sent = 0
+        k.inword = False
+        k.prev = 0
+        if kind == PyUnicode_1BYTE_KIND:
+            for j in range(length):
+                count_char(&k, (<Py_UCS1 *> data)[j])
+        elif kind == PyUnicode_2BYTE_KIND:
+            for j in range(length):
+                count_char(&k, (<Py_UCS2 *> data)[j])
+        else:
+            for j in range(length):
+                count_char(&k, (<Py_UCS4 *> data)[j])
+        out[i, 0] = k.words
+        out[i, 1] = k.digits / <double> k.alnum if k.alnum else 0.0
+        out[i, 2] = k.upper / <double> k.alnum if k.alnum else 0.0
+        out[i, 3] = 1.0 if length and ends_sentence(k.prev) else 0.0
+        out[i, 4] = k.cur
+        out[i, 5] = k.sent
+    return out
+
+
+cdef packed struct Node:  # an inner node of a tree, as NODE lays it out: one 16-byte read a step
+    float threshold
+    int feature  # the column, and DEFAULT_LEFT where a missing value goes left
+    int left
+    int right
+
+# the layout of pack_nodes' array (Node's)
+NODE = np.dtype([("threshold", np.float32), ("feature", np.int32), ("left", np.int32), ("right", np.int32)])
+cdef enum:
+    DEFAULT_LEFT = 1 << 30  # in a Node's feature: a missing value goes left
+    FEATURE = DEFAULT_LEFT - 1  # the column, below it
+
+
+def pack_nodes(feature, threshold, left, right, default_left):
+    """A forest's inner nodes as one array of :data:`NODE` records, for :func:`forest_scores`. The threshold is
+    the largest float32 not above the model's (float64) one: for a float32 value ``v``, ``v <= t`` exactly when
+    ``v <= threshold``, so every row takes the same branches as against the model's own thresholds."""
+    if len(feature) and int(np.max(feature)) >= DEFAULT_LEFT:
+        raise ValueError("a feature index too large for the packed layout")
+    out = np.zeros(len(feature), dtype=NODE)
+    threshold = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t32 = threshold.astype(np.float32)
+        over = t32.astype(np.float64) > threshold
+    t32[over] = np.nextafter(t32[over], np.float32(-np.inf))
+    out["threshold"] = t32
+    out["feature"] = np.asarray(feature, dtype=np.int32) | np.where(np.asarray(default_left) != 0, DEFAULT_LEFT, 0)
+    out["left"] = left
+    out["right"] = right
     return out
 
 
 def forest_scores(
     cnp.ndarray[cnp.float32_t, ndim=2] x,
+    cnp.ndarray nodes,
     cnp.ndarray[cnp.int32_t, ndim=1] roots,
-    cnp.ndarray[cnp.int32_t, ndim=1] feature,
-    cnp.ndarray[cnp.float64_t, ndim=1] threshold,
-    cnp.ndarray[cnp.int32_t, ndim=1] left,
-    cnp.ndarray[cnp.int32_t, ndim=1] right,
-    cnp.ndarray[cnp.uint8_t, ndim=1] default_left,
     cnp.ndarray[cnp.float64_t, ndim=1] leaf_value,
     int classes,
 ):
     """The raw score of each row (and class): the sum over its class's trees of the leaf each row reaches. A tree is
-    the nodes from ``roots[t]``: an inner node goes left when the row's ``feature`` is ``<= threshold`` (a missing
-    value, NaN, where ``default_left`` says), and a child ``< 0`` is the leaf ``~child``. Tree ``t`` belongs to class
-    ``t % classes``, as LightGBM orders a multiclass model's trees.
+    the nodes from ``roots[t]`` (``nodes``: :func:`pack_nodes`' records): an inner node goes left when the row's
+    ``feature`` is ``<= threshold`` (a missing value, NaN, where its default says), and a child ``< 0`` is the leaf
+    ``~child``. Tree ``t`` belongs to class ``t % classes``, as LightGBM orders a multiclass model's trees.
 
     Trees outer, rows inner: every row of a page walks one tree while its ~30 nodes are in the first-level cache and
     the processor's branch predictor has learnt them. Over a page's ~250 blocks and 300 trees of 31 leaves this took
     1.0 ms; rows outer (a row's features cached, all trees read for each) 1.6-2.0 ms, and a branch-free step
-    (``child[v > threshold]``) 2.4 ms."""
+    (``child[v > threshold]``) 2.4 ms. A node is one 16-byte record: with its fields in five arrays a step read five
+    cache lines, which cost most where the trees are not cached (the extraction benchmark runs other extractors
+    between two pages)."""
     cdef Py_ssize_t n = x.shape[0], t, r, trees = roots.shape[0], stride = x.shape[1]
     cdef cnp.ndarray[cnp.float64_t, ndim=2] out = np.zeros((n, classes), dtype=np.float64)
-    cdef int node, cls
+    cdef int node, cls, f
     cdef float v
     cdef const float *row
-    cdef const int *feat = <const int *> feature.data
-    cdef const double *thr = <const double *> threshold.data
-    cdef const int *lft = <const int *> left.data
-    cdef const int *rgt = <const int *> right.data
-    cdef const unsigned char *dfl = <const unsigned char *> default_left.data
+    cdef const Node *nd
+    cdef const Node *tree = <const Node *> nodes.data
     cdef const double *leaf = <const double *> leaf_value.data
     cdef const int *root = <const int *> roots.data
     cdef const float *base = <const float *> x.data
+    if nodes.dtype != NODE or not nodes.flags.c_contiguous:
+        raise ValueError("forest_scores reads pack_nodes' records")
     for t in range(trees):
         cls = t % classes
         for r in range(n):
             row = base + r * stride
             node = root[t]
             while node >= 0:
-                v = row[feat[node]]
-                if v <= thr[node]:
-                    node = lft[node]
+                nd = tree + node
+                f = nd.feature
+                v = row[f & FEATURE]
+                if v <= nd.threshold:
+                    node = nd.left
                 elif isnan(v):
-                    node = lft[node] if dfl[node] else rgt[node]
+                    node = nd.left if f & DEFAULT_LEFT else nd.right
                 else:
-                    node = rgt[node]
+                    node = nd.right
             out[r, cls] += leaf[~node]
     return out
 
@@ -178,31 +234,101 @@ def fill_features(
     place, the lowest tier of content root around it and how many parts named as boilerplate (``containers``), groups (its ``mask``), text statistics, how often the page has its
     text, neighbours, the page, its four regions (its ``path``: the walk numbers elements from 1, so a region's
     totals are kept in arrays indexed by that number) and the span the rules keep."""
-    cdef Py_ssize_t n = len(blocks), i, j, k, d, col, level, width
+    cdef Py_ssize_t n = len(blocks)
     cdef cnp.ndarray[cnp.float32_t, ndim=2] out = np.zeros((n, n_features), dtype=np.float32)
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] chars = np.empty(n, dtype=np.float64)
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] links = np.empty(n, dtype=np.float64)
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] kept = np.empty(n, dtype=np.float64)
-    cdef cnp.ndarray[cnp.int64_t, ndim=2] paths = np.full((n, 4), -1, dtype=np.int64)
+    # the per-block scratch, in C (a dozen numpy arrays made for it cost more than filling them)
+    cdef double *chars = NULL
+    cdef double *links = NULL
+    cdef double *kept = NULL
+    cdef long long *paths = NULL  # a block's path, four a block
+    cdef long long *kind = NULL
+    cdef long long *verdict = NULL
+    cdef double *repeats = NULL
+    cdef double *tier = NULL
+    cdef double *boiler = NULL
+    # log1p of every whole number up to n (the counts below are: regions' blocks, repeats, distances), and of each
+    # block's characters: each the same double as log1p called at its every use, once (log1p was a tenth of this)
+    cdef double *small = NULL
+    cdef double *log_chars = NULL
+    if n == 0:
+        return out
+    try:
+        chars = <double *> calloc(n, sizeof(double))
+        links = <double *> calloc(n, sizeof(double))
+        kept = <double *> calloc(n, sizeof(double))
+        paths = <long long *> calloc(4 * n, sizeof(long long))
+        kind = <long long *> calloc(n, sizeof(long long))
+        verdict = <long long *> calloc(n, sizeof(long long))
+        repeats = <double *> calloc(n, sizeof(double))
+        tier = <double *> calloc(n, sizeof(double))
+        boiler = <double *> calloc(n + 1, sizeof(double))
+        small = <double *> calloc(n + 1, sizeof(double))
+        log_chars = <double *> calloc(n, sizeof(double))
+        if (
+            chars == NULL or links == NULL or kept == NULL or paths == NULL or kind == NULL or verdict == NULL
+            or repeats == NULL or tier == NULL or boiler == NULL or small == NULL or log_chars == NULL
+        ):
+            raise MemoryError()
+        return _fill(
+            blocks, why, containers, kinds, whys, n_kinds, n_whys, n_groups, li_kind, p_kind, prose_chars, out,
+            chars, links, kept, paths, kind, verdict, repeats, tier, boiler, small, log_chars,
+        )
+    finally:
+        free(chars)
+        free(links)
+        free(kept)
+        free(paths)
+        free(kind)
+        free(verdict)
+        free(repeats)
+        free(tier)
+        free(boiler)
+        free(small)
+        free(log_chars)
+
+
+cdef object _fill(
+    list blocks,
+    list why,
+    list containers,
+    dict kinds,
+    dict whys,
+    int n_kinds,
+    int n_whys,
+    int n_groups,
+    int li_kind,
+    int p_kind,
+    double prose_chars,
+    cnp.ndarray[cnp.float32_t, ndim=2] out,
+    double *chars,
+    double *links,
+    double *kept,
+    long long *paths,
+    long long *kind,
+    long long *verdict,
+    double *repeats,
+    double *tier,
+    double *boiler,
+    double *small,
+    double *log_chars,
+):
+    """:func:`fill_features` with its scratch (zeroed, of the page's sizes)."""
+    cdef Py_ssize_t n = len(blocks), i, j, k, d, col, level, width
     cdef list texts = [b.text for b in blocks]
     cdef cnp.ndarray[cnp.float32_t, ndim=2] stats = text_stats(texts)
-    cdef cnp.ndarray[cnp.int64_t, ndim=1] kind = np.empty(n, dtype=np.int64)
-    cdef cnp.ndarray[cnp.int64_t, ndim=1] verdict = np.empty(n, dtype=np.int64)
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] repeats = np.empty(n, dtype=np.float64)
     cdef dict seen = {}, reasons = {}
     cdef object got
     cdef long long other = n_whys - 1
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] tier = np.zeros(n, dtype=np.float64)
-    cdef cnp.ndarray[cnp.float64_t, ndim=1] boiler = np.zeros(n + 1, dtype=np.float64)
     cdef Py_ssize_t cstart, cend
     cdef int ctier
     cdef double total = 0.0, link_total = 0.0, kept_total = 0.0, start, c, safe, words
     cdef long long top = 0, first = -1, last = -1, held = 0, prose_n = 0, nearest, dist, key
     cdef object mask, path
     cdef unsigned long long part
-    cdef cnp.ndarray[cnp.float64_t, ndim=2] agg
-    if n == 0:
-        return out
+    cdef double *agg = NULL  # a region's totals, five an element number
+    cdef double log_total, log_n, log_prose
+    for i in range(n + 1):
+        small[i] = log1p_(<double> i)
     for i in range(n):
         got = seen.get(texts[i])
         seen[texts[i]] = 1 if got is None else got + 1
@@ -223,9 +349,9 @@ def fill_features(
         kept_total += chars[i] * kept[i]
         path = b.path
         for k in range(4):
-            paths[i, k] = path[k]
-            if paths[i, k] > top:
-                top = paths[i, k]
+            paths[4 * i + k] = path[k]
+            if paths[4 * i + k] > top:
+                top = paths[4 * i + k]
         if kept[i] > 0:
             if first < 0:
                 first = i
@@ -250,6 +376,8 @@ def fill_features(
                         tier[i] = ctier
     for i in range(1, n):
         boiler[i] += boiler[i - 1]
+    for i in range(n):
+        log_chars[i] = log1p_(chars[i])
     # kind, verdict, size, place, roots
     start = 0.0
     for i in range(n):
@@ -257,7 +385,7 @@ def fill_features(
         out[i, n_kinds + verdict[i]] = 1.0
         col = n_kinds + n_whys
         words = stats[i, 0]
-        out[i, col] = log1p_(chars[i])
+        out[i, col] = log_chars[i]
         out[i, col + 1] = log1p_(words)
         out[i, col + 2] = links[i] / chars[i] if chars[i] > 0 else 0.0
         out[i, col + 3] = i / <double> n
@@ -283,7 +411,7 @@ def fill_features(
     for i in range(n):
         for j in range(1, 6):
             out[i, col + j - 1] = stats[i, j]
-        out[i, col + 5] = log1p_(repeats[i])
+        out[i, col + 5] = small[<Py_ssize_t> repeats[i]]
     # neighbours
     col += 6
     for d in (-2, -1, 1, 2):
@@ -294,48 +422,59 @@ def fill_features(
                     out[i, col + k] = -1.0
                 continue
             out[i, col] = kept[j]
-            out[i, col + 1] = log1p_(chars[j])
+            out[i, col + 1] = log_chars[j]
             out[i, col + 2] = links[j] / chars[j] if chars[j] > 0 else 0.0
             out[i, col + 3] = kind[j]
             out[i, col + 4] = 1.0 if kind[j] == kind[i] else 0.0
         col += 5
     # the page
+    log_total = log1p_(total)
+    log_n = log1p_(n)
     for i in range(n):
-        out[i, col] = log1p_(total)
-        out[i, col + 1] = log1p_(n)
+        out[i, col] = log_total
+        out[i, col + 1] = log_n
         out[i, col + 2] = kept_total / total
         out[i, col + 3] = link_total / total
     col += 4
     # regions: blocks, chars, links, kept chars, list items per element number
-    agg = np.zeros((top + 2, 5), dtype=np.float64)
-    for level in range(1, 5):
-        agg[:, :] = 0.0
-        for i in range(n):
-            key = paths[i, 4 - level] + 1
-            agg[key, 0] += 1
-            agg[key, 1] += chars[i]
-            agg[key, 2] += links[i]
-            agg[key, 3] += chars[i] * kept[i]
-            agg[key, 4] += 1 if kind[i] == li_kind else 0
-        for i in range(n):
-            key = paths[i, 4 - level] + 1
-            safe = agg[key, 1] if agg[key, 1] > 1.0 else 1.0
-            out[i, col] = log1p_(agg[key, 0])
-            out[i, col + 1] = agg[key, 1] / total
-            out[i, col + 2] = agg[key, 2] / safe
-            out[i, col + 3] = agg[key, 3] / safe
-            out[i, col + 4] = agg[key, 4] / agg[key, 0]
-            out[i, col + 5] = chars[i] / safe
-        col += 6
+    agg = <double *> malloc((top + 2) * 5 * sizeof(double))
+    if agg == NULL:
+        raise MemoryError()
+    try:
+        for level in range(1, 5):
+            for i in range(n):  # only the rows this level uses are cleared (an element number is up to ~5,000)
+                key = 5 * (paths[4 * i + 4 - level] + 1)
+                for k in range(5):
+                    agg[key + k] = 0.0
+            for i in range(n):
+                key = 5 * (paths[4 * i + 4 - level] + 1)
+                agg[key] += 1
+                agg[key + 1] += chars[i]
+                agg[key + 2] += links[i]
+                agg[key + 3] += chars[i] * kept[i]
+                agg[key + 4] += 1 if kind[i] == li_kind else 0
+            for i in range(n):
+                key = 5 * (paths[4 * i + 4 - level] + 1)
+                safe = agg[key + 1] if agg[key + 1] > 1.0 else 1.0
+                out[i, col] = small[<Py_ssize_t> agg[key]]
+                out[i, col + 1] = agg[key + 1] / total
+                out[i, col + 2] = agg[key + 2] / safe
+                out[i, col + 3] = agg[key + 3] / safe
+                out[i, col + 4] = agg[key + 4] / agg[key]
+                out[i, col + 5] = chars[i] / safe
+            col += 6
+    finally:
+        free(agg)
     # the span the rules keep, and the nearest prose
     if first < 0:
         first = n
     nearest = -1
+    log_prose = log1p_(prose_n)
     for i in range(n):
         out[i, col] = 1.0 if first <= i <= last else 0.0
         out[i, col + 1] = (i - first) / <double> n
         out[i, col + 2] = (last - i) / <double> n
-        out[i, col + 4] = log1p_(prose_n)
+        out[i, col + 4] = log_prose
         out[i, col + 5] = held / <double> n
     # distance to the nearest prose block: a pass forward, then backward
     dist = -1
@@ -354,6 +493,118 @@ def fill_features(
         if dist >= 0 and dist < out[i, col + 3]:
             out[i, col + 3] = dist
     for i in range(n):
-        out[i, col + 3] = log1p_(out[i, col + 3])
+        out[i, col + 3] = small[<Py_ssize_t> out[i, col + 3]]
     return out
 
+
+
+cdef void merge_order(Py_ssize_t *order, Py_ssize_t *scratch, const double *key, Py_ssize_t n) noexcept:
+    """``order`` (0..n-1) sorted by ``key`` descending, equal keys in their order: numpy's ``argsort(-key,
+    kind="stable")`` (a merge sort, bottom-up)."""
+    cdef Py_ssize_t width = 1, lo, mid, hi, i, j, k
+    cdef Py_ssize_t *src = order
+    cdef Py_ssize_t *dst = scratch
+    cdef Py_ssize_t *swap
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if -key[src[j]] < -key[src[i]]:  # strictly before: the right run's wins only then (stable)
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        swap = src
+        src = dst
+        dst = swap
+        width *= 2
+    if src != order:
+        for i in range(n):
+            order[i] = src[i]
+
+
+def choose(cnp.ndarray[cnp.float64_t, ndim=1] p, cnp.ndarray[cnp.float64_t, ndim=1] weight, double floor):
+    """:func:`datapipe.extract.model.choose`, compiled: the blocks to keep, the top ``k`` by probability ``p`` that
+    maximize the expected F1 with weights ``weight``, never one below ``floor``. The same arithmetic in the same
+    order (the running sums in the order chosen, the page's total by numpy's own summation), so the same choice;
+    its ~17 numpy calls on arrays of a page's ~180 blocks cost more than the arithmetic."""
+    cdef Py_ssize_t n = p.shape[0], i, j, k = 0
+    cdef cnp.ndarray[cnp.uint8_t, ndim=1, cast=True] keep = np.zeros(n, dtype=bool)
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] pw
+    cdef cnp.ndarray[cnp.intp_t, ndim=1] order, scratch
+    cdef double total, ran_p = 0.0, ran_w = 0.0, expected, best = 0.0
+    if n == 0:
+        return keep
+    pw = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        pw[i] = p[i] * weight[i]
+    total = pw.sum()  # pairwise, as numpy sums
+    order = np.arange(n, dtype=np.intp)
+    scratch = np.empty(n, dtype=np.intp)
+    merge_order(<Py_ssize_t *> order.data, <Py_ssize_t *> scratch.data, <const double *> p.data, n)
+    for j in range(n):
+        i = order[j]
+        ran_p = ran_p + pw[i]
+        ran_w = ran_w + weight[i]
+        expected = 2.0 * ran_p / (ran_w + total + 1e-9)
+        if j == 0 or expected > best:  # the first of equal maxima, as argmax
+            best = expected
+            k = j
+    for j in range(k + 1):
+        keep[order[j]] = 1
+    for i in range(n):
+        if not p[i] >= floor:
+            keep[i] = 0
+    return keep
+
+
+def page_block_sums(
+    cnp.ndarray[cnp.float32_t, ndim=2] x,
+    cnp.ndarray[cnp.float64_t, ndim=1] chars,
+    cnp.ndarray[cnp.intp_t, ndim=1] kind_columns,
+    Py_ssize_t link_column,
+    Py_ssize_t currency_column,
+    cnp.ndarray[cnp.intp_t, ndim=1] group_columns,
+    double prose_chars,
+):
+    """What :func:`datapipe.extract.pagetype.page_features` reads of the blocks' features, where it can be read
+    in one pass: the blocks of each kind (``kind_columns``, the paragraph's first), the characters of the
+    paragraphs of ``prose_chars`` or more (each block's, in order: the caller sums them as numpy does) and of each
+    block in links (the same), the currency signs, and the share of blocks in each group (``group_columns``; as
+    numpy's float32 ``mean`` gives it: the count over the blocks in float64, rounded to float32). The columns are
+    0/1 or counts, so every count is exact in any order; the sums of characters are left to numpy, whose pairwise
+    order they were computed in. A dozen numpy calls here cost more than the arithmetic."""
+    cdef Py_ssize_t n = x.shape[0], i, j, nk = kind_columns.shape[0], ng = group_columns.shape[0], m = 0
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] per_kind = np.zeros(nk, dtype=np.float64)
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] prose = np.empty(n, dtype=np.float64)
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] linked = np.empty(n, dtype=np.float64)
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] counts = np.zeros(ng, dtype=np.float64)
+    cdef cnp.ndarray[cnp.float32_t, ndim=1] means = np.empty(ng, dtype=np.float32)
+    cdef double currency = 0.0
+    for i in range(n):
+        for j in range(nk):
+            per_kind[j] += x[i, kind_columns[j]]
+        if x[i, kind_columns[0]] > 0 and chars[i] >= prose_chars:
+            prose[m] = chars[i]
+            m += 1
+        linked[i] = chars[i] * <double> x[i, link_column]
+        currency += x[i, currency_column]
+        for j in range(ng):
+            counts[j] += x[i, group_columns[j]]
+    for j in range(ng):
+        means[j] = <float> (counts[j] / <double> n)
+    return per_kind.tolist(), prose[:m], linked, currency, means

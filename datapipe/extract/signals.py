@@ -113,14 +113,14 @@ NAME_GROUPS = {
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys([*TAG_GROUPS, *ROLE_GROUPS, *NAME_GROUPS]))
 _BIT = {g: 1 << i for i, g in enumerate(GROUPS)}
 _TAG_BITS = {tag: _BIT[g] for g, tags in TAG_GROUPS.items() for tag in tags.split()}
-_ROLE_BITS: dict[str, int] = {}
+ROLE_BITS: dict[str, int] = {}
 for _g, _roles in ROLE_GROUPS.items():
     for _r in _roles.split():
-        _ROLE_BITS[_r] = _ROLE_BITS.get(_r, 0) | _BIT[_g]
-_WORD_BITS: dict[str, int] = {}
+        ROLE_BITS[_r] = ROLE_BITS.get(_r, 0) | _BIT[_g]
+WORD_BITS: dict[str, int] = {}
 for _g, _words in NAME_GROUPS.items():
     for _w in _words.split():
-        _WORD_BITS[_w] = _WORD_BITS.get(_w, 0) | _BIT[_g]
+        WORD_BITS[_w] = WORD_BITS.get(_w, 0) | _BIT[_g]
 
 
 HIDDEN_MASK = _BIT["t:hidden"]
@@ -134,11 +134,11 @@ def tag_mask(tag: str) -> int:
 @functools.lru_cache(maxsize=65536)
 def mask_of(names: str | None, role: str | None) -> int:
     """The groups a class-and-id value and a role name: the OR of their word tokens' groups."""
-    mask = _ROLE_BITS.get(role, 0) if role else 0
+    mask = ROLE_BITS.get(role, 0) if role else 0
     if names:
         for name in names.split():
             for tok in name_tokens(name):
-                mask |= _WORD_BITS.get(tok, 0)
+                mask |= WORD_BITS.get(tok, 0)
     return mask
 
 

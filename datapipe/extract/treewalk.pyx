@@ -9,16 +9,21 @@ nodes a page); reading lexbor's structs directly walks the same nodes in a fract
 (``blocks.make_block``), and counting a subtree's text (the page's, each boilerplate part's) by making it, not by
 counting its UTF-8 (:func:`count_text`), cost together 0.11-0.14 ms of a page: 0.98-1.07 ms before, 0.86-0.93 ms
 after, on the same 990 pages (each page's best of three, alternating runs).
-Every rule about a block stays in Python: this module only moves text. It calls back into
-:mod:`datapipe.extract.content` for a class or id's verdict (``classify_name``), for a named container, for a
-block, and for a preformatted block's text (``make_block``, which also says what the gathering here must make of
-the rest: a test holds the two to it).
+Every rule about a block stays in Python: this module moves text, and judges a class and id by the words of
+:mod:`datapipe.extract.names` (:class:`Vocabulary`: the verdict ``names.classify_name`` gives and the groups
+``signals.mask_of`` gives, made here from the attribute's UTF-8; a test holds the two to the Python classifiers).
+Judging them in Python was 1.1 ms of the learned walk's 1.6 ms a page on those pages (~275 named elements a page,
+half of their values new to the caches); here the learned walk takes ~0.5 ms. It calls back into Python for a
+named container, for a block, and for a preformatted block's text (``make_block``, which also says what the
+gathering here must make of the rest: a test holds the two to it).
 
 Built by ``python -m datapipe.extract.build`` (``make venv`` runs it) against the headers of the exact selectolax
 release installed: the node, element, attribute and text structs are read by their C layout, which only that
 release's lexbor defines. :data:`BUILT_FOR` names it; :mod:`datapipe.extract.content` refuses a mismatch.
 """
 
+from cpython.ref cimport PyObject, Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
@@ -27,7 +32,6 @@ from libc.string cimport memcmp, memcpy
 
 cdef extern from *:
     const char *DATAPIPE_SELECTOLAX "DATAPIPE_SELECTOLAX"
-    int popcount64 "__builtin_popcountll" (unsigned long long) noexcept nogil
 
 cdef extern from "lexbor/core/str.h":
     ctypedef struct lexbor_str_t:
@@ -123,6 +127,14 @@ DEF PATH = 4
 cdef struct Open:  # an element the walk is inside of: its children are being read
     lxb_dom_node_t *node
     unsigned char mode  # INLINE, LINK or STRUCTURAL
+    # a structural element's, what closing it needs (see Walk.open_element): the block kind outside it (a str the
+    # walk holds, borrowed: "p" or one of its rules' kinds), its container's place in the containers (-1: none),
+    # its flags, whether it sets a kind of its own, and the groups outside it
+    PyObject *outer
+    Py_ssize_t opened
+    unsigned char flags
+    bint own_kind
+    uint64_t mask_lo, mask_hi
 
 
 cdef struct Buf:
@@ -231,7 +243,10 @@ cdef inline Py_ssize_t utf8_chars(const unsigned char *s, size_t n) noexcept:
     cdef uint64_t x
     while i + 8 <= n:  # eight bytes at a time: all but the continuation bytes (10xxxxxx) start a character
         memcpy(&x, s + i, 8)
-        count += 8 - popcount64((x >> 7) & ~(x >> 6) & <uint64_t> 0x0101010101010101)
+        # one bit per continuation byte, at the byte's lowest; the multiplication sums the eight bytes into the top
+        # one (a portable popcount: without -mpopcnt, __builtin_popcountll is a call into libgcc)
+        x = (x >> 7) & ~(x >> 6) & <uint64_t> 0x0101010101010101
+        count += 8 - <Py_ssize_t> ((x * <uint64_t> 0x0101010101010101) >> 56)
         i += 8
     while i < n:
         count += (s[i] & 0xC0) != 0x80
@@ -239,10 +254,12 @@ cdef inline Py_ssize_t utf8_chars(const unsigned char *s, size_t n) noexcept:
     return count
 
 
-cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
+cdef Py_ssize_t count_text(lxb_dom_node_t *top, Py_ssize_t part=-1, double share=0.0) noexcept:
     """``len(node.text(deep=True).strip())`` without making the text, and with the text of the declarative shadow
     roots under ``top`` where they render (:func:`shadow_root`): its characters counted in UTF-8, less the
-    whitespace before the first other character and after the last (either may span several text nodes)."""
+    whitespace before the first other character and after the last (either may span several text nodes). With a
+    ``part`` (>= 0), the count stops as soon as ``part < share * count``: what is counted from the first character
+    to the last so far only grows, so that is then settled; the count returned is then short of the whole."""
     cdef lxb_dom_node_t *node = first_inside(top)
     cdef lxb_dom_node_t *inner
     cdef lxb_dom_character_data_t *t
@@ -273,6 +290,8 @@ cdef Py_ssize_t count_text(lxb_dom_node_t *top) noexcept:
                         n -= w
                         w = space_before(s, n)
                     trail = trail + k if n == 0 else k
+                    if part >= 0 and part < share * (total - lead - trail):
+                        return total - lead - trail
         inner = first_inside(node)
         node = inner if inner != NULL else following(node, top)
     return total - lead - trail if started else 0
@@ -412,6 +431,20 @@ cdef inline object value_of(lxb_dom_attr_t *attr):
     return PyUnicode_DecodeUTF8(<char *> attr.value.data, attr.value.length, "replace")
 
 
+cdef inline const unsigned char *value_data(lxb_dom_attr_t *attr) noexcept:
+    """An attribute's value as UTF-8 (NULL for none, or no attribute)."""
+    if attr == NULL or attr.value == NULL:
+        return NULL
+    return attr.value.data
+
+
+cdef inline size_t value_length(lxb_dom_attr_t *attr) noexcept:
+    """The length of :func:`value_data` (0 for none)."""
+    if attr == NULL or attr.value == NULL or attr.value.data == NULL:
+        return 0
+    return attr.value.length
+
+
 cdef inline bint value_is(lxb_dom_attr_t *attr, const char *text, size_t n) noexcept:
     return (
         attr.value != NULL and attr.value.data != NULL and attr.value.length == n
@@ -451,6 +484,400 @@ cdef bint holds_root(lxb_dom_node_t *top, const unsigned char *flags, size_t nta
     return False
 
 
+# what a word token of a class or id is to the rules (a Vocabulary's flags; the word lists are datapipe.extract.names')
+cdef enum:
+    W_BOILER = 1  # names a part that is not the article (BOILERPLATE_TOKENS)
+    W_TEASER = 2  # TEASER_TOKENS
+    W_PAID = 4  # PAID_TOKENS
+    W_COMMENT = 8  # COMMENT_TOKENS
+    W_STATE = 16  # a state or layout prefix (STATE_PREFIXES), as a name's first token
+    W_ROOT = 32  # a one-word name of the article's body (``articlebody``)
+    W_ROOT_FIRST = 64  # the first word of a two-word one (``article`` of ``article body``)
+
+DEF WORD_CAP = 32  # the longest vocabulary word (checked when a Vocabulary is made)
+DEF LAYOUT_CAP = 16  # the longest layout name
+
+
+cdef struct Word:
+    char key[WORD_CAP]
+    size_t length
+    uint64_t lo, hi  # its groups (datapipe.extract.signals), bits 0-63 and 64-127
+    unsigned int flags
+
+
+cdef struct Layout:
+    char key[LAYOUT_CAP]
+    size_t length
+
+
+cdef struct NameState:  # what the word tokens of one class name or id say (see Vocabulary.read_name)
+    Py_ssize_t tokens  # of the part before a BEM modifier (``--``)
+    unsigned int first, every, after  # the first token's flags, all tokens', those after a content-root name's
+    bint rooted  # a content-root name is among the tokens
+    bint other_all, other_after  # a boilerplate token that is no comment word: among all, after the root name
+    int prev  # the previous token's word (-1: none of the vocabulary's)
+    uint64_t lo, hi  # the groups of every token (the modifier's too)
+
+
+cdef inline bint is_alnum(unsigned char c) noexcept:
+    return (c >= 48 and c <= 57) or (c >= 65 and c <= 90) or (c >= 97 and c <= 122)
+
+
+cdef inline bint is_lower(unsigned char c) noexcept:
+    return c >= 97 and c <= 122
+
+
+cdef inline bint is_upper(unsigned char c) noexcept:
+    return c >= 65 and c <= 90
+
+
+cdef inline uint64_t fnv(const unsigned char *s, size_t n) noexcept:
+    cdef uint64_t h = 1469598103934665603ULL
+    cdef size_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 1099511628211ULL
+    return h
+
+
+cdef class Vocabulary:
+    """The class and id words of :mod:`datapipe.extract.names` (what names boilerplate, a teaser, a paywall, the
+    article's body) and the groups of :mod:`datapipe.extract.signals`, as a table the walk reads a name's UTF-8
+    with: a class-and-id value's verdict (``names.classify_name``, or ``classify_discussion``) and its groups
+    (``signals.mask_of``), made without a ``str`` per name or token.
+
+    Why in C: a page has ~275 named elements, ~130 of their values unseen before (most values are a site's own,
+    so the classifiers' caches seldom hit across pages), and tokenizing and judging them in Python took 1.1 ms of
+    the learned walk's 1.6 ms on Trafilatura's 990 evaluation pages. The Python classifiers stay the reference:
+    a test holds this to them on every class value of the fixture pages."""
+
+    cdef Word *words
+    cdef Py_ssize_t nwords
+    cdef int *slots  # open addressing by fnv(word): an index into words, -1 empty
+    cdef uint64_t mask_slots
+    cdef int *pairs  # two-word content-root names: (first, second) word indices
+    cdef Py_ssize_t npairs
+    cdef Layout layout[16]
+    cdef Py_ssize_t nlayout
+    cdef size_t longest
+    cdef int teaser_tier, paid_tier
+    cdef readonly dict roles  # an ARIA role's groups
+    cdef uint64_t *tag_lo  # a structural tag's groups (by lexbor tag id), bits 0-63
+    cdef uint64_t *tag_hi  # ... and 64-127
+    cdef Py_ssize_t ntags
+    cdef uint64_t hidden_lo, hidden_hi  # the group of an element hidden by an attribute
+
+    def __init__(
+        self,
+        dict groups,
+        boilerplate,
+        teasers,
+        paid,
+        comments,
+        states,
+        roots,
+        root_pairs,
+        layouts,
+        dict roles,
+        int teaser_tier,
+        int paid_tier,
+        tuple tag_masks,
+        hidden_mask,
+    ):
+        """``groups``: a word -> its groups' bits (an int); the sets of words by what they name; ``root_pairs``
+        the two-word content-root names as (first, second); ``layouts`` the names that state the page's frame;
+        ``roles`` an ARIA role -> its groups' bits; the tiers a teaser's and a paywall's containers get; each
+        lexbor tag id's groups' bits (``tag_masks``) and those of a hidden element."""
+        cdef dict flags = {}
+        cdef Py_ssize_t i, size
+        cdef uint64_t h
+        cdef bytes key
+        for words, flag in (
+            (boilerplate, W_BOILER), (teasers, W_TEASER), (paid, W_PAID), (comments, W_COMMENT),
+            (states, W_STATE), (roots, W_ROOT), ([p[0] for p in root_pairs], W_ROOT_FIRST),
+            ([p[1] for p in root_pairs], 0), (groups, 0),
+        ):
+            for w in words:
+                flags[w] = flags.get(w, 0) | flag
+        self.nwords = len(flags)
+        size = 64
+        while size < 4 * self.nwords:
+            size *= 2
+        self.mask_slots = size - 1
+        self.words = <Word *> malloc(self.nwords * sizeof(Word))
+        self.slots = <int *> malloc(size * sizeof(int))
+        self.pairs = <int *> malloc((2 * len(root_pairs) + 1) * sizeof(int))
+        if self.words == NULL or self.slots == NULL or self.pairs == NULL:
+            raise MemoryError()
+        for i in range(size):
+            self.slots[i] = -1
+        self.longest = 0
+        index = {}
+        for i, (w, f) in enumerate(flags.items()):
+            key = w.encode("ascii")
+            if len(key) > WORD_CAP or not key.isalpha() or not key.islower():
+                raise ValueError(f"a vocabulary word must be 1-{WORD_CAP} lowercase ASCII letters: {w!r}")
+            bits = groups.get(w, 0)
+            memcpy(self.words[i].key, <const char *> key, len(key))
+            self.words[i].length = len(key)
+            self.words[i].lo = bits & 0xFFFFFFFFFFFFFFFF
+            self.words[i].hi = bits >> 64
+            if bits >> 128:
+                raise ValueError("more than 128 groups")
+            self.words[i].flags = f
+            self.longest = max(self.longest, <size_t> len(key))
+            h = fnv(<const unsigned char *> key, len(key)) & self.mask_slots
+            while self.slots[h] >= 0:
+                h = (h + 1) & self.mask_slots
+            self.slots[h] = i
+            index[w] = i
+        self.npairs = len(root_pairs)
+        for i, (a, b) in enumerate(root_pairs):
+            self.pairs[2 * i] = index[a]
+            self.pairs[2 * i + 1] = index[b]
+        if len(layouts) > 16:
+            raise ValueError("more than 16 layout names")
+        self.nlayout = 0
+        for name in layouts:
+            key = name.encode("ascii")
+            if len(key) > LAYOUT_CAP:
+                raise ValueError(f"a layout name longer than {LAYOUT_CAP}: {name!r}")
+            memcpy(self.layout[self.nlayout].key, <const char *> key, len(key))
+            self.layout[self.nlayout].length = len(key)
+            self.nlayout += 1
+        self.roles = roles
+        self.teaser_tier = teaser_tier
+        self.paid_tier = paid_tier
+        self.ntags = len(tag_masks)
+        self.tag_lo = <uint64_t *> malloc((self.ntags + 1) * sizeof(uint64_t))
+        self.tag_hi = <uint64_t *> malloc((self.ntags + 1) * sizeof(uint64_t))
+        if self.tag_lo == NULL or self.tag_hi == NULL:
+            raise MemoryError()
+        for i, bits in enumerate(tag_masks):
+            if bits >> 128:
+                raise ValueError("more than 128 groups")
+            self.tag_lo[i] = bits & 0xFFFFFFFFFFFFFFFF
+            self.tag_hi[i] = bits >> 64
+        if hidden_mask >> 128:
+            raise ValueError("more than 128 groups")
+        self.hidden_lo = hidden_mask & 0xFFFFFFFFFFFFFFFF
+        self.hidden_hi = hidden_mask >> 64
+
+    def __dealloc__(self):
+        free(self.words)
+        free(self.slots)
+        free(self.pairs)
+        free(self.tag_lo)
+        free(self.tag_hi)
+
+    cdef inline int find(self, const unsigned char *s, size_t n) noexcept:
+        """The word of ``n`` lowercase bytes at ``s`` (-1: none)."""
+        cdef uint64_t h
+        cdef int i
+        if n > self.longest:
+            return -1
+        h = fnv(s, n) & self.mask_slots
+        while True:
+            i = self.slots[h]
+            if i < 0:
+                return -1
+            if self.words[i].length == n and memcmp(self.words[i].key, s, n) == 0:
+                return i
+            h = (h + 1) & self.mask_slots
+
+    cdef inline bint paired(self, int first, int second) noexcept:
+        cdef Py_ssize_t i
+        for i in range(self.npairs):
+            if self.pairs[2 * i] == first and self.pairs[2 * i + 1] == second:
+                return True
+        return False
+
+    cdef void token(self, const unsigned char *s, size_t n, bint judged, NameState *st) noexcept:
+        """One word token (``n`` ASCII letters at ``s``, in any case), of the part of the name before its BEM
+        modifier when ``judged``: as ``names.classify_one`` reads the tokens ``name_tokens`` makes."""
+        cdef unsigned char low[WORD_CAP]
+        cdef size_t i
+        cdef int w = -1
+        cdef unsigned int f = 0
+        if n <= self.longest:
+            for i in range(n):
+                low[i] = s[i] | 0x20
+            w = self.find(low, n)
+        if w >= 0:
+            st.lo |= self.words[w].lo
+            st.hi |= self.words[w].hi
+            f = self.words[w].flags
+        if not judged:
+            return
+        if st.tokens == 0:
+            st.first = f
+        st.tokens += 1
+        if st.rooted:  # after the content-root name (names._root_end)
+            st.after |= f
+            if f & W_BOILER and not f & W_COMMENT:
+                st.other_after = True
+        elif f & W_ROOT or (
+            st.prev >= 0 and w >= 0 and self.words[st.prev].flags & W_ROOT_FIRST and self.paired(st.prev, w)
+        ):
+            st.rooted = True
+        st.every |= f
+        if f & W_BOILER and not f & W_COMMENT:
+            st.other_all = True
+        st.prev = w
+
+    cdef void read_name(self, const unsigned char *s, size_t n, NameState *st) noexcept:
+        """The word tokens of one class name or id (``names.name_tokens``): its runs of ASCII letters and digits,
+        a run with a digit giving none (a hash, a number), a run split where a lowercase letter meets a capital
+        (camelCase), lowercased; those before the first ``--`` judged."""
+        cdef size_t cut = n, i = 0, j, k, m
+        cdef bint digit
+        st.tokens = 0
+        st.first = st.every = st.after = 0
+        st.rooted = st.other_all = st.other_after = False
+        st.prev = -1
+        st.lo = st.hi = 0
+        while i + 1 < n:
+            if s[i] == 45 and s[i + 1] == 45:  # "--"
+                cut = i
+                break
+            i += 1
+        i = 0
+        while i < n:
+            if not is_alnum(s[i]):
+                i += 1
+                continue
+            j = i
+            digit = False
+            while j < n and is_alnum(s[j]):
+                if s[j] <= 57:
+                    digit = True
+                j += 1
+            if not digit:
+                k = i
+                while k < j:
+                    m = k + 1
+                    while m < j and not (is_lower(s[m - 1]) and is_upper(s[m])):
+                        m += 1
+                    self.token(s + k, m - k, i < cut, st)
+                    k = m
+            i = j
+
+    cdef inline int verdict(self, NameState *st) noexcept:
+        """``names.classify_one``: 1 a content root, -1 boilerplate, the teaser's or the paywall's tier, or 0."""
+        if st.tokens == 0 or st.first & W_STATE:
+            return 0
+        if st.rooted:
+            return -1 if st.after & W_BOILER else 1
+        if st.every & W_BOILER:
+            return -1
+        if st.every & W_TEASER:
+            return self.teaser_tier
+        return self.paid_tier if st.every & W_PAID else 0
+
+    cdef inline bint comments_only(self, NameState *st) noexcept:
+        """``names._comments_only``: the boilerplate words after any content-root name are comment words only."""
+        if st.rooted:
+            return (st.after & W_BOILER) != 0 and not st.other_after
+        return (st.every & W_BOILER) != 0 and not st.other_all
+
+    cdef inline bint is_layout(self, const unsigned char *s, size_t n) noexcept:
+        cdef Py_ssize_t i
+        for i in range(self.nlayout):
+            if self.layout[i].length == n and memcmp(self.layout[i].key, s, n) == 0:
+                return True
+        return False
+
+    cdef void judge(
+        self,
+        const unsigned char *a,
+        size_t na,
+        const unsigned char *b,
+        size_t nb,
+        bint discussion,
+        bint *boiler,
+        int *tier,
+        uint64_t *lo,
+        uint64_t *hi,
+    ) noexcept:
+        """A class value ``a`` and an id ``b`` (UTF-8; ``na``/``nb`` 0 when absent): whether they name boilerplate
+        and the tier they name (``names.classify_name``, or ``classify_discussion`` when ``discussion``), and
+        their groups (``signals.mask_of`` without a role). Names are split at Python's whitespace
+        (``str.split``), as the classifiers split the value."""
+        cdef NameState st
+        cdef const unsigned char *s
+        cdef size_t n, pos, start, w
+        cdef int v, part, rounds
+        cdef bint decided = False, rooted = False, teaser = False, paid = False, found
+        boiler[0] = False
+        tier[0] = 0
+        lo[0] = hi[0] = 0
+        # round 0: every name's groups, and the verdict of names.classify_name's loop; round 1 (a content-root
+        # name was found): whether a comment word outside it wins; round 2 (discussion): whether comment words
+        # alone named it boilerplate
+        for rounds in range(3):
+            if rounds == 1 and not rooted:
+                continue
+            if rounds == 2 and not (discussion and boiler[0]):
+                break
+            found = False
+            for part in range(2):
+                s = a if part == 0 else b
+                n = na if part == 0 else nb
+                pos = 0
+                while pos < n:
+                    w = space_at(s + pos, n - pos)
+                    if w:
+                        pos += w
+                        continue
+                    start = pos
+                    while pos < n and not space_at(s + pos, n - pos):
+                        pos += 1
+                    self.read_name(s + start, pos - start, &st)
+                    v = self.verdict(&st)
+                    if rounds == 0:
+                        lo[0] |= st.lo
+                        hi[0] |= st.hi
+                        if decided:
+                            continue
+                        if v == 1:
+                            rooted = decided = True
+                        elif self.is_layout(s + start, pos - start):
+                            decided = True
+                        else:
+                            boiler[0] = boiler[0] or v < 0
+                            teaser = teaser or v == self.teaser_tier
+                            paid = paid or v == self.paid_tier
+                    elif rounds == 1:
+                        if v < 0 and self.comments_only(&st):
+                            found = True
+                    elif v < 0 and not self.comments_only(&st):
+                        found = True  # a word of other boilerplate: still boilerplate in a discussion
+            if rounds == 0:
+                if rooted:
+                    boiler[0] = False
+                    tier[0] = 1
+                elif decided:  # a layout name before any verdict
+                    boiler[0] = False
+                    tier[0] = 0
+                elif not boiler[0]:
+                    tier[0] = self.teaser_tier if teaser else self.paid_tier if paid else 0
+            elif rounds == 1:
+                if found:
+                    boiler[0] = True
+                    tier[0] = 0
+            elif not found:
+                boiler[0] = False
+
+    def classify(self, str names, bint discussion=False):
+        """(boilerplate, tier, groups' bits) of a class-and-id value (``names.classify_name`` or
+        ``classify_discussion``, and ``signals.mask_of(names, None)``): for tests."""
+        cdef bytes b = names.encode("utf-8", "surrogatepass")
+        cdef bint boiler
+        cdef int tier
+        cdef uint64_t lo, hi
+        self.judge(<const unsigned char *> b, len(b), NULL, 0, discussion, &boiler, &tier, &lo, &hi)
+        return boiler, tier, (<object> hi << 64) | lo
+
+
 cdef class Walk:
     """One pass over a page's tree: its blocks in document order and its named containers as block ranges
     (the record :func:`datapipe.extract.content.decide` reads; see that module for what each rule means)."""
@@ -461,9 +888,9 @@ cdef class Walk:
     cdef size_t ntags
     cdef tuple names, kinds
     cdef object rules
-    cdef object classify, make_block, container, hidden_style, roles, mask_of
-    cdef tuple tag_masks
-    cdef object hidden_mask
+    cdef object make_block, container, hidden_style, roles
+    cdef Vocabulary vocab  # a class and id's verdict and groups
+    cdef bint discussion  # judge names as on a discussion (names.classify_discussion)
     cdef double skip_share, wrapper_share, form_share
     cdef Py_ssize_t root_min_chars
     cdef bint read_hidden
@@ -473,10 +900,15 @@ cdef class Walk:
     cdef public list declared
     cdef object block
     cdef Gathered text
-    cdef Py_ssize_t link_chars, link, boiler, page_chars
+    cdef Py_ssize_t link_chars, link, boiler
+    cdef Py_ssize_t page_chars  # the page's text (see page()), -1 until counted
+    cdef lxb_dom_node_t *top  # the node walked
     cdef str kind
-    cdef object mask  # the groups named by the open structural elements (their tags and names), OR-ed
-    cdef list path  # the numbers of the open structural elements, outermost first (elements numbered as opened)
+    # the groups named by the open structural elements (their tags and names), OR-ed: bits 0-63 and 64-127
+    cdef uint64_t mask_lo, mask_hi
+    # the numbers of the open structural elements, outermost first (elements numbered as opened)
+    cdef Py_ssize_t *path
+    cdef Py_ssize_t depth, path_cap
     cdef Py_ssize_t opened_count
 
     def __init__(self, rules):
@@ -488,7 +920,8 @@ cdef class Walk:
         self.ntags = len(self.what)
         self.names = rules.names
         self.kinds = rules.kinds
-        self.classify = rules.classify
+        self.vocab = rules.vocabulary
+        self.discussion = rules.discussion
         self.make_block = rules.make_block
         self.block = rules.block
         self.container = rules.container
@@ -499,11 +932,9 @@ cdef class Walk:
         self.form_share = rules.form_share
         self.root_min_chars = rules.root_min_chars
         self.read_hidden = rules.read_hidden
-        self.mask_of = rules.mask_of
-        self.tag_masks = rules.tag_masks
-        self.hidden_mask = rules.hidden_mask
-        self.mask = 0
-        self.path = []
+        self.mask_lo = self.mask_hi = 0
+        self.path = NULL
+        self.depth = self.path_cap = 0
         self.opened_count = 0
         self.blocks = []
         self.containers = []
@@ -515,15 +946,33 @@ cdef class Walk:
         self.link_chars = 0
         self.link = 0
         self.boiler = -1
-        self.page_chars = 0
+        self.page_chars = -1
+        self.top = NULL
         self.kind = "p"
 
     def run(self, uintptr_t address):
         """Walk the children of the node at ``address`` (the ``mem_id`` of a live ``LexborNode``: its tree must
         outlive the call), then close the last block."""
-        self.page_chars = self.text_chars(<lxb_dom_node_t *> address)
+        self.top = <lxb_dom_node_t *> address
+        self.page_chars = -1
         self.walk(<lxb_dom_node_t *> address)
         self.flush()
+
+    cdef Py_ssize_t page(self) except -1:
+        """The characters of the page's text (:meth:`text_chars` of the node walked), counted when first asked
+        for: the learned walk, which skips nothing and reads every form, asks only at an ``aria-hidden`` element
+        (a count of the whole page was ~0.05 ms of a page's 2.5)."""
+        if self.page_chars < 0:
+            self.page_chars = self.text_chars(self.top)
+        return self.page_chars
+
+    cdef bint under_share(self, Py_ssize_t part, double share) except -1:
+        """Whether ``part`` characters are under ``share`` of the page's text (``part < share * page()``), the
+        page's text counted only as far as it takes to tell when it is not yet counted: a ``<noscript>`` holding a
+        tracking pixel is settled within the page's first words."""
+        if self.page_chars >= 0:
+            return part < share * self.page_chars
+        return part < share * count_text(self.top, part, share)
 
     cdef Py_ssize_t text_chars(self, lxb_dom_node_t *node) except -1:
         """Characters of text under ``node``, outer whitespace not counted: what "the page's text" and "a part's
@@ -533,6 +982,7 @@ cdef class Walk:
 
     def __dealloc__(self):
         free(self.text.buf.data)
+        free(self.path)
 
     cdef int flush(self) except -1:
         """Close the block being gathered (none when nothing was)."""
@@ -543,7 +993,7 @@ cdef class Walk:
             if self.text.raw:
                 block = self.make_block(self.kind, gathered(&self.text), self.link_chars)
                 if block is not None:
-                    block.mask = self.mask
+                    block.mask = self.mask()
                     block.path = self.tail()
                     self.blocks.append(block)
             else:
@@ -551,18 +1001,28 @@ cdef class Walk:
                 n = len(text)
                 if n:
                     self.blocks.append(
-                        self.block(self.kind, text, min(self.link_chars, n), n, self.mask, self.tail())
+                        self.block(self.kind, text, min(self.link_chars, n), n, self.mask(), self.tail())
                     )
             self.link_chars = 0
         return 0
 
+    cdef object mask(self):
+        """The groups of the open structural elements, as an int (a block's ``mask``)."""
+        if self.mask_hi:
+            return (<object> self.mask_hi << 64) | <object> self.mask_lo
+        return <object> self.mask_lo
+
     cdef tuple tail(self):
         """The numbers of the innermost PATH open structural elements (a block's ``path``), innermost last, with -1
         in front for the levels a shallower block does not have."""
-        cdef Py_ssize_t n = len(self.path)
-        if n >= PATH:
-            return tuple(self.path[n - PATH :])
-        return (-1,) * (PATH - n) + tuple(self.path)
+        cdef Py_ssize_t n = self.depth, k
+        cdef tuple out = PyTuple_New(PATH)
+        cdef object v
+        for k in range(PATH):
+            v = self.path[n - PATH + k] if n - PATH + k >= 0 else -1
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(out, k, v)
+        return out
 
     cdef int declare_script(self, lxb_dom_node_t *node) except -1:
         """A JSON-LD script's text (``type="application/ld+json"``) goes to :attr:`declared`."""
@@ -601,11 +1061,12 @@ cdef class Walk:
         libraries (MUI's modal, react-modal, a11y-dialog) set ``aria-hidden="true"`` on the page's root while a
         dialog (a cookie banner, a newsletter prompt) is open, so a page saved from a browser in that state holds
         its whole article there. An icon, a duplicate carousel slide or a closed menu so marked (a hamburger menu
-        with half a page's text, a consent banner) holds no article and stays unread."""
+        with half a page's text, a consent banner) holds no article and stays unread. The article is looked for
+        first: most such elements (icons) hold none, and the page's text is then never counted."""
         return (
-            self.page_chars > 0
+            holds_root(node, self.flags_c, self.ntags)
+            and self.page() > 0
             and self.text_chars(node) >= self.wrapper_share * self.page_chars
-            and holds_root(node, self.flags_c, self.ntags)
         )
 
     cdef bint hidden(self, lxb_dom_node_t *node) except -1:
@@ -629,7 +1090,6 @@ cdef class Walk:
         cdef Open *stack = NULL
         cdef Open *grown
         cdef Py_ssize_t size = 0, cap = 0
-        cdef list closing = []  # per open structural element: what closing it needs (see open_element)
         cdef lxb_dom_node_t *child = first_inside(top)
         cdef lxb_dom_node_t *parent
         cdef lxb_dom_character_data_t *t
@@ -647,7 +1107,7 @@ cdef class Walk:
                     if mode == LINK:
                         self.link -= 1
                     elif mode == STRUCTURAL:
-                        self.close_element(closing.pop())
+                        self.close_element(&stack[size])
                     child = parent.next
                     continue
                 if child.type == LXB_DOM_NODE_TYPE_TEXT:
@@ -663,6 +1123,12 @@ cdef class Walk:
                     continue
                 tid = child.local_name
                 what = self.what_c[tid] if tid < self.ntags else INLINE
+                if size == cap:
+                    cap = max(2 * cap, <Py_ssize_t> 64)
+                    grown = <Open *> realloc(stack, cap * sizeof(Open))
+                    if grown == NULL:
+                        raise MemoryError()
+                    stack = grown
                 if what == INLINE or what == LINK:
                     if (
                         (<lxb_dom_element_t *> child).first_attr != NULL
@@ -675,7 +1141,7 @@ cdef class Walk:
                         self.link += 1
                     mode = what
                 elif what == STRUCTURAL:
-                    if not self.open_element(child, tid, closing):
+                    if not self.open_element(child, tid, &stack[size]):
                         child = child.next
                         continue
                     mode = STRUCTURAL
@@ -688,12 +1154,6 @@ cdef class Walk:
                         self.declare_script(child)
                     child = child.next
                     continue
-                if size == cap:
-                    cap = max(2 * cap, <Py_ssize_t> 64)
-                    grown = <Open *> realloc(stack, cap * sizeof(Open))
-                    if grown == NULL:
-                        raise MemoryError()
-                    stack = grown
                 stack[size].node = child
                 stack[size].mode = mode
                 size += 1
@@ -701,10 +1161,12 @@ cdef class Walk:
         finally:
             free(stack)
 
-    cdef bint open_element(self, lxb_dom_node_t *node, uintptr_t tid, list closing) except -1:
+    cdef bint open_element(self, lxb_dom_node_t *node, uintptr_t tid, Open *closing) except -1:
         """What a structural element does before its children; False when they are not to be read (hidden, a
-        wrapper of little text, boilerplate decided here). When they are, what closing it needs goes on
-        ``closing``: the block kind outside it, its container, its flags and its own kind."""
+        wrapper of little text, boilerplate decided here). When they are, what closing it needs goes in
+        ``closing`` (its entry on the walk's stack): the block kind outside it, its container, its flags, whether
+        it has a kind of its own, and the groups outside it. Kept in C, not as a tuple on a list: a page opens
+        ~380 such elements."""
         cdef lxb_dom_attr_t *attr = (<lxb_dom_element_t *> node).first_attr
         cdef lxb_dom_attr_t *cls = NULL
         cdef lxb_dom_attr_t *ident = NULL
@@ -715,12 +1177,14 @@ cdef class Walk:
         cdef int tier = 0, how
         cdef unsigned char flags = self.flags_c[tid]
         cdef str tag = self.names[tid]
-        cdef object kind, opened = None, verdict, role_value = None, attrs = None, name = None
-        cdef object mask = self.tag_masks[tid]
+        cdef object kind, role_value = None, attrs = None, role_bits
+        cdef Py_ssize_t opened = -1
+        cdef uint64_t lo = 0, hi = 0
+        cdef uint64_t mask_lo = self.vocab.tag_lo[tid], mask_hi = self.vocab.tag_hi[tid]
         cdef Py_ssize_t chars, n
         cdef double share
         share = self.form_share if flags & F_FORM else self.wrapper_share
-        if flags & F_WRAPPER and share > 0 and self.text_chars(node) < share * self.page_chars:
+        if flags & F_WRAPPER and share > 0 and self.under_share(self.text_chars(node), share):
             return False
         while attr != NULL:
             if attr.node.local_name == LXB_DOM_ATTR_CLASS:
@@ -732,7 +1196,8 @@ cdef class Walk:
                 if how == HIDDEN:
                     if not self.read_hidden:
                         return False
-                    mask = mask | self.hidden_mask
+                    mask_lo |= self.vocab.hidden_lo
+                    mask_hi |= self.vocab.hidden_hi
                     how = 0
                 unseen = unseen or how == UNSEEN
                 if not how and attr.node.local_name > LXB_DOM_ATTR__LAST_ENTRY:
@@ -746,23 +1211,22 @@ cdef class Walk:
         if unseen and not self.behind_dialog(node):
             if not self.read_hidden:
                 return False
-            mask = mask | self.hidden_mask
-        if cls != NULL or ident != NULL or role != NULL:
-            attrs = {}
-            if cls != NULL:
-                attrs["class"] = value_of(cls)
-            if ident != NULL:
-                attrs["id"] = value_of(ident)
-            if role != NULL:
-                attrs["role"] = role_value = value_of(role)
-            name = " ".join([v for v in (attrs.get("class"), attrs.get("id")) if v])
-            if name:
-                verdict = self.classify(name)
-                boiler = verdict[0]
-                tier = verdict[1]
-            if name or role_value:
-                mask = mask | self.mask_of(name, role_value)
+            mask_lo |= self.vocab.hidden_lo
+            mask_hi |= self.vocab.hidden_hi
+        if cls != NULL or ident != NULL:  # judged on their UTF-8 (Vocabulary): no str unless a container needs it
+            self.vocab.judge(
+                value_data(cls), value_length(cls), value_data(ident), value_length(ident), self.discussion,
+                &boiler, &tier, &lo, &hi,
+            )
+            mask_lo |= lo
+            mask_hi |= hi
+        if role != NULL:
+            role_value = value_of(role)
             if role_value:
+                role_bits = self.vocab.roles.get(role_value, 0)
+                if role_bits:
+                    mask_lo |= <uint64_t> (role_bits & 0xFFFFFFFFFFFFFFFF)
+                    mask_hi |= <uint64_t> (role_bits >> 64)
                 boiler = boiler or role_value in self.roles
                 if not tier and role_value == "main":
                     tier = 3
@@ -773,9 +1237,17 @@ cdef class Walk:
             boiler = True
         elif not tier and flags & (F_ARTICLE | F_MAIN):
             tier = 2 if flags & F_ARTICLE else 3
+        if (boiler or tier) and (cls != NULL or ident != NULL or role != NULL):  # what its container shows
+            attrs = {}
+            if cls != NULL:
+                attrs["class"] = value_of(cls)
+            if ident != NULL:
+                attrs["id"] = value_of(ident)
+            if role != NULL:
+                attrs["role"] = role_value
         if flags & F_BLOCK and self.text.parts:
             self.flush()
-        if boiler and self.boiler < 0 and self.page_chars and self.skip_share > 0:
+        if boiler and self.boiler < 0 and self.skip_share > 0 and self.page():
             # the common case decided in C: a part named as boilerplate, well short of most of the page's text and
             # holding no article, is not visited (a third of a page's elements, typically)
             chars = self.text_chars(node)
@@ -786,38 +1258,58 @@ cdef class Walk:
                 self.containers.append(self.container("boiler", 0, n, n, chars, tag, attrs, True))
                 return False
         if boiler:
-            opened = self.container("boiler", 0, len(self.blocks), -1, 0, tag, attrs, False)
-            self.containers.append(opened)
+            opened = len(self.containers)
+            self.containers.append(self.container("boiler", 0, len(self.blocks), -1, 0, tag, attrs, False))
             if self.boiler < 0:
-                self.boiler = len(self.containers) - 1
+                self.boiler = opened
         elif tier:
-            opened = self.container("root", tier, len(self.blocks), -1, 0, tag, attrs, False)
-            self.containers.append(opened)
+            opened = len(self.containers)
+            self.containers.append(self.container("root", tier, len(self.blocks), -1, 0, tag, attrs, False))
         kind = self.kinds[tid]
-        outer = self.kind
+        closing.outer = <PyObject *> self.kind
+        closing.opened = opened
+        closing.flags = flags
+        closing.own_kind = kind is not None
+        closing.mask_lo = self.mask_lo
+        closing.mask_hi = self.mask_hi
         if kind is not None:
             self.kind = kind
             self.text.raw = kind == "pre"
         if flags & F_CELL and self.text.parts:
             gather_text(&self.text, <const unsigned char *> " | ", 3)
-        closing.append((outer, opened, flags, kind, self.mask))
-        self.mask = self.mask | mask
+        self.mask_lo |= mask_lo
+        self.mask_hi |= mask_hi
         self.opened_count += 1
-        self.path.append(self.opened_count)
+        self.push_path(self.opened_count)
         return True
 
-    cdef int close_element(self, tuple closing) except -1:
+    cdef int push_path(self, Py_ssize_t number) except -1:
+        cdef Py_ssize_t *grown
+        cdef Py_ssize_t cap
+        if self.depth == self.path_cap:
+            cap = max(2 * self.path_cap, <Py_ssize_t> 64)
+            grown = <Py_ssize_t *> realloc(self.path, cap * sizeof(Py_ssize_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.path = grown
+            self.path_cap = cap
+        self.path[self.depth] = number
+        self.depth += 1
+        return 0
+
+    cdef int close_element(self, Open *closing) except -1:
         """What a structural element does after its children (``closing``: what :meth:`open_element` kept)."""
-        cdef object outer = closing[0], opened = closing[1], kind = closing[3]
-        cdef unsigned char flags = closing[2]
-        if (flags & F_BLOCK or kind is not None) and self.text.parts:
+        cdef object opened
+        if (closing.flags & F_BLOCK or closing.own_kind) and self.text.parts:
             self.flush()
-        self.kind = outer
-        self.text.raw = outer == "pre"
-        self.mask = closing[4]
-        self.path.pop()
-        if opened is not None:
+        self.kind = <str> <object> closing.outer
+        self.text.raw = self.kind == "pre"
+        self.mask_lo = closing.mask_lo
+        self.mask_hi = closing.mask_hi
+        self.depth -= 1
+        if closing.opened >= 0:
+            opened = self.containers[closing.opened]
             opened.end = len(self.blocks)
-            if self.boiler >= 0 and self.containers[self.boiler] is opened:
+            if self.boiler == closing.opened:
                 self.boiler = -1
         return 0

@@ -15,12 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from types import ModuleType
+from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
 from datapipe.extract.blocks import HEADINGS, ROOT_MIN_CHARS, Block, Container, make_block
-from datapipe.extract.names import BOILERPLATE_ROLES, BOILERPLATE_TAGS, classify_name
-from datapipe.extract.signals import HIDDEN_MASK, mask_of, tag_mask
+from datapipe.extract.names import (
+    BOILERPLATE_ROLES,
+    BOILERPLATE_TAGS,
+    BOILERPLATE_TOKENS,
+    COMMENT_TOKENS,
+    LAYOUT_NAMES,
+    PAID_TIER,
+    PAID_TOKENS,
+    ROOT_ONE,
+    ROOT_TWO,
+    STATE_PREFIXES,
+    TEASER_TIER,
+    TEASER_TOKENS,
+)
+from datapipe.extract.signals import HIDDEN_MASK, ROLE_BITS, WORD_BITS, tag_mask
 
 # never rendered (their subtree is not visited)
 SKIP_TAGS = frozenset(
@@ -143,13 +157,12 @@ class WalkRules:
     names: tuple[str | None, ...]
     kinds: tuple[str | None, ...]
     roles: frozenset[str]
-    classify: Callable[[str], tuple[bool, int]]
+    # the class and id words (names.py) and the groups (signals.py) as the walk reads them: a treewalk.Vocabulary
+    vocabulary: Any
     make_block: Callable[[str, str, int], Block | None]
     block: type[Block]
     container: type[Container]
     hidden_style: Callable[[str], object]
-    mask_of: Callable[[str | None, str | None], int]
-    tag_masks: tuple[int, ...]
     skip_share: float = SKIP_SHARE
     wrapper_share: float = WRAPPER_SHARE
     form_share: float = (
@@ -157,9 +170,10 @@ class WalkRules:
     )
     root_min_chars: int = ROOT_MIN_CHARS
     read_hidden: bool = (
-        False  # hidden elements read, their blocks marked with hidden_mask (a script reveals them)
+        False  # hidden elements read, their blocks marked with signals.HIDDEN_MASK (a script reveals them)
     )
-    hidden_mask: int = HIDDEN_MASK
+    # names judged as on a discussion, whose comments are its text (names.classify_discussion, not classify_name)
+    discussion: bool = False
 
 
 @functools.cache
@@ -205,15 +219,37 @@ def compiled() -> tuple[ModuleType, WalkRules]:
         tuple(names),
         tuple(kinds),
         BOILERPLATE_ROLES,
-        classify_name,
+        vocabulary(treewalk, tuple(masks)),
         make_block,
         Block,
         Container,
         _HIDDEN_STYLE.search,
-        mask_of,
-        tuple(masks),
     )
     return treewalk, rules
+
+
+def vocabulary(walk: ModuleType, tag_masks: tuple[int, ...]) -> Any:
+    """The walk's table of class and id words and of groups (``treewalk.Vocabulary``): what
+    :func:`datapipe.extract.names.classify_name` (and ``classify_discussion``) and
+    :func:`datapipe.extract.signals.mask_of` read, judged in C on the names' UTF-8, and the groups of each tag
+    (``tag_masks``, by lexbor tag id) and of a hidden element. The Python classifiers remain the reference (a test
+    holds the two to each other)."""
+    return walk.Vocabulary(
+        WORD_BITS,
+        BOILERPLATE_TOKENS,
+        TEASER_TOKENS,
+        PAID_TOKENS,
+        COMMENT_TOKENS,
+        STATE_PREFIXES,
+        ROOT_ONE,
+        sorted(ROOT_TWO),
+        sorted(LAYOUT_NAMES),
+        ROLE_BITS,
+        TEASER_TIER,
+        PAID_TIER,
+        tag_masks,
+        HIDDEN_MASK,
+    )
 
 
 @functools.cache

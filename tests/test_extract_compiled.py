@@ -1,0 +1,142 @@
+"""The extractor's compiled paths against their Python references, on real fixture pages: the class and id
+vocabulary (``treewalk.Vocabulary`` against ``names.classify_name``, ``classify_discussion`` and
+``signals.mask_of``), the rules' verdicts (``verdicts.decide`` against ``rules.decide``), the choice of blocks
+(``scoring.choose`` against ``model.choose``) and the trees' packed thresholds. Each compiled path exists for speed
+only: any difference from its reference is a bug in it."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+from selectolax.lexbor import LexborHTMLParser
+
+from datapipe.extract import model, names, rules, scoring, verdicts, walk
+from datapipe.extract.blocks import Block, Container
+from datapipe.extract.html import decode_html
+from datapipe.extract.signals import mask_of
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PAGES = sorted((FIXTURES / "wcxb").glob("*.html.gz")) + [FIXTURES / "pages" / "valgrind-dist.readme.html"]
+# names that test the classifiers' corners: camelCase, BEM modifiers, state prefixes, root names with boilerplate
+# after them, comment words against a root's name, layout names, digits, Unicode whitespace and letters
+NAMES = [
+    "user-post-text comment-text",
+    "entry-content no-share",
+    "main entry-content",
+    "sidebar main",
+    "main sidebar",
+    "relatedPosts",
+    "RelatedPosts",
+    "ArticleBody-related-coverage",
+    "articleBody",
+    "HTMLParser postShare-bar",
+    "aBcDeF",
+    "menu-item menu-item-1234",
+    "nav-10",
+    "top10nav x",
+    "post-4373 entry-content",
+    "ads1",
+    "comment-list",
+    "MtnComment",
+    "live-match-comment",
+    "has-sidebar",
+    "o-section--has-ads",
+    "teaser--premium paywall",
+    "is-paywall premium-teaser",
+    "post-body post-comments",
+    "Content comment",
+    "story\u00a0body x\u2003comment",
+    "nav\u0085bar comment\x1cnav",
+    "\u212aomment ç-nav",
+    "  ",
+    "",
+]
+
+
+def _trees() -> list[LexborHTMLParser]:
+    out = []
+    for path in PAGES:
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        out.append(LexborHTMLParser(decode_html(raw, None)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def trees() -> list[LexborHTMLParser]:
+    return _trees()
+
+
+def test_the_vocabulary_judges_names_as_the_classifiers(trees: list[LexborHTMLParser]) -> None:
+    _, compiled = walk.compiled()
+    values = set(NAMES)
+    for tree in trees:
+        for node in tree.css("[class], [id]"):
+            attrs = node.attributes
+            values.add(" ".join(v for v in (attrs.get("class"), attrs.get("id")) if v))
+    assert len(values) > 500
+    for value in values:
+        for discussion in (False, True):
+            want = (names.classify_discussion if discussion else names.classify_name)(value)
+            assert compiled.vocabulary.classify(value, discussion) == (*want, mask_of(value, None)), value
+
+
+@pytest.mark.parametrize("mode", ["rules", "learned"])
+def test_the_compiled_verdicts_are_the_rules(trees: list[LexborHTMLParser], mode: str) -> None:
+    module, base = walk.compiled() if mode == "rules" else walk.learned()
+    kept = 0
+    for tree in trees:
+        for discussion in (False, True):
+            how = dataclasses.replace(base, discussion=discussion)
+            mine, theirs = module.Walk(how), module.Walk(how)
+            mine.run(tree.body.mem_id)
+            theirs.run(tree.body.mem_id)
+            got = verdicts.decide(mine.blocks, mine.containers)
+            assert got == rules.decide(theirs.blocks, theirs.containers)
+            # the containers are changed alike too (their characters and links; an author's <article> a root)
+            assert [dataclasses.astuple(c) for c in mine.containers] == [
+                dataclasses.astuple(c) for c in theirs.containers
+            ]
+            kept += got.count("")
+    assert kept > 100
+
+
+def test_the_compiled_verdicts_leave_other_records_to_the_reference() -> None:
+    block = Block("p", "Some text of a paragraph.", 0, 25)
+    odd = Container("boiler", 0, 0, -1)  # never closed: not a record the walk makes
+    assert verdicts.decide([block], [odd]) == rules.decide([block], [dataclasses.replace(odd)])
+    assert verdicts.decide([], []) == []
+
+
+def test_the_compiled_choice_is_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 7, 40, 300):
+        weight = np.maximum(np.expm1(rng.random(n) * 5), 1.0)
+        for p in (rng.random(n), np.round(rng.random(n), 1), np.zeros(n), np.full(n, 0.5)):
+            for floor in (0.0, 0.1, 0.6):
+                want = model.choose(p, weight, floor)
+                got = scoring.choose(p, weight, floor)
+                assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_packed_thresholds_compare_as_the_models() -> None:
+    rng = np.random.default_rng(5)
+    threshold = np.concatenate(
+        [rng.normal(size=500), np.float32(rng.normal(size=100)).astype(np.float64), [1e300, -1e300, 0.0]]
+    )
+    n = len(threshold)
+    nodes = scoring.pack_nodes(
+        np.zeros(n, np.int32), threshold, np.zeros(n, np.int32), np.zeros(n, np.int32), np.ones(n, np.uint8)
+    )
+    t32 = nodes["threshold"]
+    with np.errstate(over="ignore"):
+        above = np.nextafter(t32, np.float32(np.inf))
+    values = np.concatenate([rng.normal(size=2000), t32, above]).astype(np.float32)
+    values = np.concatenate([values, np.float32([np.inf, -np.inf, 3.4e38, -3.4e38])])
+    for t, packed in zip(threshold, t32, strict=True):
+        assert np.array_equal(values.astype(np.float64) <= t, values <= packed)
