@@ -43,7 +43,7 @@ from datapipe.runtime.decisions import SUFFIX as REMOVED_SUFFIX
 
 ROW_GROUP = 20_000  # rows per Parquet row group: a filtered scan skips groups by their min/max
 # what an index file's columns hold; a file of another version (or none: before versions) is rewritten
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"  # 5: removals carry the language (and language ID's their text)
 VERSION_KEY = b"datapipe.browse.index"
 MINHASH = "dedup/minhash"  # the dedup stage's reason for a MinHash duplicate (the browser imports no stage)
 ENSEMBLE = "ensemble"  # the name a quality stage selects its ensemble's combined bucket by
@@ -55,10 +55,11 @@ def schema() -> Any:
     import pyarrow as pa
 
     removed = removed_schema()
+    own = {"index", "language", "text"}  # the removal list's, placed where the index keeps them for every row
     return pa.schema(
         [("source", pa.string()), ("step", pa.int32()), ("stage", pa.string()), ("shard", pa.int32())]
         + [removed.field("index"), ("outcome", pa.string())]
-        + [removed.field(n) for n in removed.names if n != "index"]
+        + [removed.field(n) for n in removed.names if n not in own]
         + [("language", pa.string()), ("language_score", pa.float64()), ("page_type", pa.string())]
         + [("quality", pa.float64())]
         + [("text", pa.string())],
