@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from datapipe.crawl.fetch import Fetched, Missing, fetch
 from datapipe.crawl.listing import CrawlFile, listing_path, parse_listing
-from datapipe.crawl.policy import FetchPolicy
+from datapipe.crawl.policy import RETRY, FetchPolicy
 from datapipe.crawl.sample import Sample, sample
 from datapipe.io import fs
 
@@ -188,7 +188,7 @@ def _size(url: str, policy: FetchPolicy) -> int:
             with urllib.request.urlopen(request, timeout=policy.timeout_s) as r:
                 return int(r.headers["Content-Length"])
         except urllib.error.HTTPError as e:
-            if policy.verdict(e.code) != "retry":
+            if policy.verdict(e.code) != RETRY:
                 raise Missing(f"{url}: HTTP {e.code} {e.reason}") from e
         except FileNotFoundError as e:
             raise Missing(f"{url}: no such file") from e

@@ -150,7 +150,6 @@ class ExtractStage(StageBase):
         cc = self.source_config.commoncrawl
         assert cc is not None
         folder = files_dir(fs.parent(self.out_dir))
-        already = os.path.exists(os.path.join(folder, shard.url.rsplit("/", 1)[-1]))
         try:
             local, got = fetch_into(shard.url, folder, cc.fetch)
         except Missing as e:
@@ -160,7 +159,8 @@ class ExtractStage(StageBase):
                 self._missing_url(shard), json.dumps({"file": shard.name, "why": why}) + "\n"
             )
             return None
-        coverage.count(stats.counters, got, fetched=not already)
+        # a whole copy a killed run left is read without a request
+        coverage.count(stats.counters, got, fetched=got.requests > 0)
         if fs.exists(self._missing_url(shard)):
             fs.remove(self._missing_url(shard))
         return Shard(index=shard.index, url=local, name=shard.name)
