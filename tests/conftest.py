@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -91,6 +92,33 @@ def write_mixture(folder: Path, text: str, name: str = "mix.yaml") -> Path:
     return path
 
 
+def warc_response(i: int, http: bytes, compressed: bool, short_by: int = 0) -> bytes:
+    """One response record for ``https://x/{i}`` written by hand (so a test can make its ``Content-Length`` short
+    by ``short_by`` bytes), in a gzip member of its own when ``compressed`` (as Common Crawl writes them)."""
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://x/{i}\r\n"
+        f"WARC-Record-ID: <urn:uuid:{i}>\r\nContent-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {len(http) - short_by}\r\n\r\n"
+    ).encode()
+    raw = head + http + b"\r\n\r\n"
+    return gzip.compress(raw, mtime=0) if compressed else raw
+
+
+def mixture_head(name: str, seed: int | None = None, eos: bool = False) -> str:
+    """A mixture's lines up to ``sources:`` as a ``str.format`` template (``{root}``; braces doubled), GPT-2's
+    tokenizer."""
+    seed_line = f"seed: {seed}\n" if seed is not None else ""
+    eos_part = ", add_eos: true" if eos else ""
+    return f'name: {name}\ndata_root: {{root}}\n{seed_line}tokenizer: {{{{path: "builtin:gpt2"{eos_part}}}}}\nsources:\n'
+
+
+def one_source_mixture(name: str, source: str, paths: list[str], stages: str, root: str = "") -> str:
+    """A mixture of one jsonl source over the test corpora (GPT-2 tokenizer), its stages given as YAML lines."""
+    head = f"name: {name}\ndata_root: {root or CORPORA}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
+    body = f"  {source}:\n    weight: 1\n    format: jsonl\n    paths: [{', '.join(paths)}]\n"
+    return head + body + "".join(f"    {line}\n" for line in stages.strip("\n").splitlines())
+
+
 def build_cmd(mixture: Path, out: Path, *extra: str) -> list[str]:
     """The ``build_mixture`` command line for a mixture and an output folder."""
     from pipelines.build_mixture import command
@@ -106,6 +134,16 @@ def run_build(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
         text=True,
         timeout=600,
     )
+
+
+def build_ok(folder: Path, mixture_text: str, *extra: str) -> Path:
+    """Write a mixture into ``folder``, build it into ``folder/out`` and return that folder, failing the test with
+    the build's last lines when it does not succeed."""
+    mixture = write_mixture(folder, mixture_text)
+    out = folder / "out"
+    proc = run_build("--mixture", str(mixture), "--output", str(out), *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ from datapipe import HtmlExtractor, InputError, ReadTally, Shard, check_shard, r
 from datapipe.extract.content import main_content_text
 from datapipe.extract.spaces import normalize_spaces
 from datapipe.io.warc import read_warc
-from tests.conftest import CORPORA, REPO, run_build, write_mixture
+from tests.conftest import CORPORA, REPO, mixture_head, run_build, write_mixture
 from tests.fixtures.build_bad import crawl_pages
 from tests.reliability import tally
 
@@ -42,12 +42,9 @@ PROVENANCE = json.loads((BAD / "PROVENANCE.json").read_text(encoding="utf-8"))
 STAGES = ("extract", "filter", "dedup", "paragraphs", "quality", "tokenize")
 FORMATS = {"warc": "warc", "jsonl": "jsonl", "parquet": "parquet"}  # folder under BAD -> source format
 
-RECORD_LEVEL = """\
-name: bad_inputs
-data_root: {root}
-seed: 1
-tokenizer: {{path: "builtin:gpt2", add_eos: true}}
-sources:
+RECORD_LEVEL = (
+    mixture_head("bad_inputs", seed=1, eos=True)
+    + """\
   warc:
     weight: 1
     format: warc
@@ -67,18 +64,18 @@ sources:
     paths: [parquet/*]
     text_field: content
 """
+)
 
-ONE_SOURCE = """\
-name: bad_file
-data_root: {root}
-tokenizer: {{path: "builtin:gpt2"}}
-sources:
+ONE_SOURCE = (
+    mixture_head("bad_file")
+    + """\
   only:
     weight: 1
     format: {fmt}
     paths: ["{path}"]
     text_field: {field}
 """
+)
 
 
 def _files(folder: str) -> list[str]:

@@ -16,19 +16,16 @@ from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
 import pytest
 
-from tests.conftest import CORPORA, run_build, write_mixture
+from tests.conftest import CORPORA, mixture_head, run_build, write_mixture
 
 WORDS = (
     "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi "
     "chi psi omega river stone cloud maple harbor lantern meadow copper violet ember"
 )
 
-FIRST = """\
-name: twins
-data_root: {root}
-seed: 1
-tokenizer: {{path: "builtin:gpt2", add_eos: true}}
-sources:
+FIRST = (
+    mixture_head("twins", seed=1, eos=True)
+    + """\
   exact:
     weight: 1
     format: jsonl
@@ -47,19 +44,18 @@ sources:
       classifiers: [{{name: fixture_quality, model: "recipe:fixture_quality"}}]
       select: {{classifier: fixture_quality, keep_fraction: 0.5}}
 """
+)
 
-LATER = """\
-name: later
-data_root: {root}
-seed: 1
-tokenizer: {{path: "builtin:gpt2", add_eos: true}}
-sources:
+LATER = (
+    mixture_head("later", seed=1, eos=True)
+    + """\
   again:
     weight: 1
     format: jsonl
     paths: [b.jsonl]
     dedup: {{exact: true, against: [{earlier}]}}
 """
+)
 
 
 def _text(seed: int, lines: int = 10) -> str:

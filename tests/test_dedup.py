@@ -23,7 +23,7 @@ from datapipe.dedup.evaluate import all_pairs_jaccard, pair_metrics
 from datapipe.dedup.graph import large_star, local_components, small_star, smallest_connected
 from datapipe.dedup.minhash import Shingler, estimate, s_curve
 from datapipe.dedup.store import read_edges, read_removals
-from tests.conftest import CORPORA, run_build, write_mixture
+from tests.conftest import CORPORA, build_ok, one_source_mixture, run_build, write_mixture
 
 HANDBOOK = sorted((CORPORA / "handbook").glob("translations-*.jsonl.zst"))
 
@@ -128,21 +128,13 @@ def test_long_chain_converges():
     assert set(_rounds(chain, 12).values()) == {(0, 0)}
 
 
-MIX = """\
-name: dd
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  handbook:
-    weight: 1
-    format: jsonl
-    paths: [handbook/translations-*.jsonl.zst]
-    dedup: {{exact: false, minhash: {{preset: fineweb, verify: {verify}, keep_edges: true}}}}
-"""
+def mixture_text(verify: bool) -> str:
+    stages = f"dedup: {{exact: false, minhash: {{preset: fineweb, verify: {str(verify).lower()}, keep_edges: true}}}}"
+    return one_source_mixture("dd", "handbook", ["handbook/translations-*.jsonl.zst"], stages)
 
 
 def _build(tmp_path: Path, verify: bool, *extra: str) -> Path:
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, verify=str(verify).lower()), f"v{verify}.yaml")
+    mix = write_mixture(tmp_path, mixture_text(verify), f"v{verify}.yaml")
     out = tmp_path / f"out-{verify}"
     proc = run_build("--mixture", str(mix), "--output", str(out), *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -189,14 +181,11 @@ def test_exact_and_paragraph_dedup_keep_first_occurrences(tmp_path):
     data.mkdir()
     for name, rows in (("a.jsonl", rows0), ("b.jsonl", rows1)):
         (data / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    mix = write_mixture(
+    out = build_ok(
         tmp_path,
         f"name: p\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
         "  s: {weight: 1, format: jsonl, paths: ['*.jsonl'], dedup: {exact: true, paragraphs: {min_chars: 50}}}\n",
     )
-    out = tmp_path / "out"
-    proc = run_build("--mixture", str(mix), "--output", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
     (dd,) = (out / "s").glob("dedup-*")
     (pp,) = (out / "s").glob("paragraphs-*")
     assert json.loads((dd / "stage.json").read_text())["counts"]["removed"] == {"dedup/exact": 1}

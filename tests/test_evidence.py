@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 
 from datapipe import read_removed
-from tests.conftest import REPO
+from tests.conftest import REPO, build_ok
 
 
 def _stages(out):
@@ -64,7 +64,7 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     from datapipe import read_records
     from datapipe.config.stages import MinHashConfig
     from datapipe.dedup.minhash import Shingler, jaccard
-    from tests.conftest import CORPORA, run_build, write_mixture
+    from tests.conftest import CORPORA
 
     faq = [d["text"] for d in read_records(str(CORPORA / "prose" / "pydoc-library-00000.jsonl.zst"))]
     faq = [t for t in faq if len(t.split()) > 300][:12]
@@ -77,15 +77,12 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "faq.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    mixture = write_mixture(
+    out = build_ok(
         tmp_path,
         f"name: dups\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  faq:\n    weight: 1\n"
         "    format: jsonl\n    paths: [faq.jsonl]\n"
         "    dedup: {exact: true, minhash: {preset: fineweb, keep_edges: true}}\n",
     )
-    out = tmp_path / "out"
-    proc = run_build("--mixture", str(mixture), "--output", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
     (stage,) = (out / "faq").glob("dedup-*")
     rows = read_removed(str(stage)).to_pylist()
     kept = {
@@ -199,17 +196,14 @@ def test_keep_removed_writes_the_removed_documents_per_reason(tmp_path):
     per reason, each document as it was with ``metadata.removed`` saying why; the same documents, in the same
     order, as its removal list. It is another version of the stages (their config says so)."""
     from datapipe import read_records
-    from tests.conftest import CORPORA, run_build, write_mixture
+    from tests.conftest import CORPORA
 
-    mixture = write_mixture(
+    out = build_ok(
         tmp_path,
         f"name: keep\ndata_root: {CORPORA}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  web:\n    weight: 1\n"
         "    format: warc\n    paths: [crawl/docs-*.warc.gz]\n    keep_removed: true\n"
         "    langid: {languages: [en], min_score: 0.65}\n    filters: {preset: refinedweb}\n",
     )
-    out = tmp_path / "out"
-    proc = run_build("--mixture", str(mixture), "--output", str(out))
-    assert proc.returncode == 0, proc.stderr[-3000:]
     checked = set()
     for stage in _stages(out):
         assert json.loads((stage / "stage.json").read_text())["config"]["keep_removed"] is True

@@ -27,7 +27,7 @@ import zstandard
 from datapipe import ReadTally, Shard, check_shard, read_shard
 from datapipe.io.http import TooLarge, Truncated, dechunk
 from datapipe.io.warc import read_warc
-from tests.conftest import REPO, run_build, write_mixture
+from tests.conftest import REPO, mixture_head, run_build, warc_response, write_mixture
 from tests.reliability import tally
 
 PAGE = (
@@ -113,13 +113,7 @@ def test_a_warc_content_length_too_small_is_counted_and_the_next_record_read(tmp
 
     def record(i: int, short_by: int) -> bytes:
         http = _http("200 OK", [("Content-Type", "text/html")]) + pages[i]
-        head = (
-            f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://x/{i}\r\n"
-            f"WARC-Record-ID: <urn:uuid:{i}>\r\nContent-Type: application/http; msgtype=response\r\n"
-            f"Content-Length: {len(http) - short_by}\r\n\r\n"
-        ).encode()
-        raw = head + http + b"\r\n\r\n"
-        return gzip.compress(raw, mtime=0) if compressed else raw
+        return warc_response(i, http, compressed, short_by)
 
     tried = 0
     for bad in (0, 2, 4):
@@ -305,11 +299,9 @@ def test_a_bomb_inside_io_bytes_is_not_read_past_the_cap():
     assert undo_coding(io.BytesIO(b"x").read(), "identity", 10) == b"x"
 
 
-MIX = """\
-name: hostile
-data_root: {root}
-tokenizer: {{path: "builtin:gpt2"}}
-sources:
+MIX = (
+    mixture_head("hostile")
+    + """\
   good:
     weight: 1
     format: jsonl
@@ -320,6 +312,7 @@ sources:
     paths: ["{path}"]
     text_field: {field}
 {extra}"""
+)
 
 
 def _two_sources(tmp_path, records: list[dict], field: str = "text", extra: str = "") -> tuple:
@@ -483,11 +476,9 @@ def test_an_unreadable_match_is_named(tmp_path):
     tally("crashes", 0)
 
 
-BOMB_MIX = """\
-name: bombs
-data_root: {root}
-tokenizer: {{path: "builtin:gpt2"}}
-sources:
+BOMB_MIX = (
+    mixture_head("bombs")
+    + """\
   web:
     weight: 1
     format: warc
@@ -495,6 +486,7 @@ sources:
     langid: {{languages: [en], min_score: 0.5}}
     filters: {{preset: refinedweb}}
 """
+)
 
 
 def _build_peak_mib(mixture: Path, out: Path) -> int:

@@ -14,7 +14,7 @@ from datapipe import DatapipeError, read_records
 from datapipe.config.recipe import BUNDLED, load_recipe
 from datapipe.quality.model import QualityModel, check_model, preprocess
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, REPO, run_build, tree_digest, write_mixture
+from tests.conftest import CORPORA, REPO, one_source_mixture, run_build, tree_digest, write_mixture
 
 
 @pytest.fixture(scope="module")
@@ -51,23 +51,14 @@ def test_scores_equal_fasttext_predict_on_every_fixture_document(trained, fixtur
         assert score == float(expected)  # the same float: the compiled path computes as fastText does
 
 
-MIX = """\
-name: q
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  prose:
-    weight: 1
-    format: jsonl
-    paths: [prose/*.jsonl*, fortunes/*.jsonl.zst, handbook/*.jsonl.zst]
-    quality:
-      classifiers: [{{name: fq, model: "{model}"}}]
-      select: {select}
-"""
+def mixture_text(model: str, select: str) -> str:
+    paths = ["prose/*.jsonl*", "fortunes/*.jsonl.zst", "handbook/*.jsonl.zst"]
+    stages = f'quality:\n  classifiers: [{{name: fq, model: "{model}"}}]\n  select: {select}'
+    return one_source_mixture("q", "prose", paths, stages)
 
 
 def _build(tmp_path: Path, model: str, select: str, name: str = "q"):
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=model, select=select), f"{name}.yaml")
+    mix = write_mixture(tmp_path, mixture_text(model, select), f"{name}.yaml")
     out = tmp_path / f"out-{name}"
     return run_build("--mixture", str(mix), "--output", str(out)), out
 

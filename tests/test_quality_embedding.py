@@ -15,7 +15,7 @@ from datapipe.config.recipe import load_recipe
 from datapipe.quality.embedding import WORDLLAMA, EmbeddingScorer, StaticEmbeddings, _wordllama_files
 from datapipe.quality.scorers import check_scorer
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, build_on_both_engines, write_mixture
+from tests.conftest import build_on_both_engines, one_source_mixture, write_mixture
 
 
 def _model2vec_folder(folder: Path, max_length: int | None, dtype: str = "float32") -> Path:
@@ -66,25 +66,15 @@ def test_a_recipe_trains_a_head_that_separates_its_held_out_examples(embedding_s
     assert train(load_recipe("fixture_quality_embedding"), str(folder.parent)).reused
 
 
-MIX = """\
-name: qe
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  prose:
-    weight: 1
-    format: jsonl
-    paths: [prose/pydoc-howto-*.jsonl.gz, fortunes/*.jsonl.zst]
-    quality:
-      classifiers: [{{name: emb, model: "{model}"}}]
-      select: {{classifier: emb, keep_fraction: 0.5}}
-"""
+def mixture_text(model: str) -> str:
+    stages = f'quality:\n  classifiers: [{{name: emb, model: "{model}"}}]\n  select: {{classifier: emb, keep_fraction: 0.5}}'
+    return one_source_mixture("qe", "prose", ["prose/pydoc-howto-*.jsonl.gz", "fortunes/*.jsonl.zst"], stages)
 
 
 def test_a_build_scores_with_it_and_both_engines_write_the_same_bytes(embedding_scorer, tmp_path):
     """A mixture points at the scorer folder: every kept document carries the scorer's own score, the top half is
     kept, and the datatrove engine writes Beam's bytes."""
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=embedding_scorer.model_url), "qe.yaml")
+    mix = write_mixture(tmp_path, mixture_text(embedding_scorer.model_url), "qe.yaml")
     build_on_both_engines(mix, tmp_path)
     (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
     kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]

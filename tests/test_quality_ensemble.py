@@ -16,7 +16,7 @@ from datapipe import ConfigError, load_mixture, read_records, read_removed
 from datapipe.config.recipe import load_recipe
 from datapipe.quality.ensemble import boundaries, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, build_on_both_engines, write_mixture
+from tests.conftest import build_on_both_engines, one_source_mixture, write_mixture
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=300), st.integers(2, 20))
@@ -52,25 +52,19 @@ def scorers(tmp_path_factory):
     return fasttext.model_url, embedding.model_url
 
 
-MIX = """\
-name: qx
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  prose:
-    weight: 1
-    format: jsonl
-    paths: [prose/pydoc-howto-*.jsonl.gz, prose/pydoc-faq-*.jsonl, fortunes/*.jsonl.zst]
-    quality:
-      classifiers: [{{name: ft, model: "{ft}"}}, {{name: emb, model: "{emb}"}}]
-      ensemble: {{buckets: 10, combine: mean, weights: {{ft: 2}}}}
-      select: {{classifier: ensemble, min_bucket: 4, repeat: {{7: 2, 8.5: 3}}}}
-"""
+def mixture_text(ft: str, emb: str) -> str:
+    stages = (
+        f'quality:\n  classifiers: [{{name: ft, model: "{ft}"}}, {{name: emb, model: "{emb}"}}]\n'
+        "  ensemble: {buckets: 10, combine: mean, weights: {ft: 2}}\n"
+        "  select: {classifier: ensemble, min_bucket: 4, repeat: {7: 2, 8.5: 3}}"
+    )
+    paths = ["prose/pydoc-howto-*.jsonl.gz", "prose/pydoc-faq-*.jsonl", "fortunes/*.jsonl.zst"]
+    return one_source_mixture("qx", "prose", paths, stages)
 
 
 def test_an_ensemble_selects_by_bucket_the_same_on_both_engines(scorers, tmp_path):
     ft, emb = scorers
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, ft=ft, emb=emb), "qx.yaml")
+    mix = write_mixture(tmp_path, mixture_text(ft, emb), "qx.yaml")
     build_on_both_engines(mix, tmp_path)
     (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
     doc = json.loads((stage / "stage.json").read_text())
@@ -128,7 +122,7 @@ def _browser_shows_the_buckets(out, index, kept) -> None:
 
 def test_an_ensemble_selection_needs_its_ensemble(tmp_path, scorers):
     ft, emb = scorers
-    text = MIX.format(root=CORPORA, ft=ft, emb=emb)
+    text = mixture_text(ft, emb)
     no_ensemble = text.replace("      ensemble: {buckets: 10, combine: mean, weights: {ft: 2}}\n", "")
     with pytest.raises(ConfigError, match="select an ensemble with"):
         load_mixture(str(write_mixture(tmp_path, no_ensemble, "a.yaml")))

@@ -17,7 +17,7 @@ import pytest
 from datapipe import DatapipeError, load_scorer, read_records
 from datapipe.quality.scorers import check_scorer, kind_of
 from datapipe.quality.transformer import length_batches, positive_column, read_config
-from tests.conftest import CORPORA, build_on_both_engines, write_mixture
+from tests.conftest import build_on_both_engines, one_source_mixture, write_mixture
 
 BERT_CONFIG = {"architectures": ["BertForSequenceClassification"], "model_type": "bert", "num_labels": 1}
 
@@ -188,19 +188,9 @@ def test_it_teaches_a_fasttext_student(regressor, tmp_path, fixture_texts):
     assert set(result.report) >= {"spearman", "student_docs_per_cpu_s", "teacher_docs_per_cpu_s", "speedup"}
 
 
-MIX = """\
-name: qt
-data_root: {root}
-tokenizer: {{path: builtin:gpt2}}
-sources:
-  prose:
-    weight: 1
-    format: jsonl
-    paths: [prose/pydoc-howto-*.jsonl.gz, fortunes/*.jsonl.zst]
-    quality:
-      classifiers: [{{name: edu, model: "{model}"}}]
-      select: {{classifier: edu, keep_fraction: 0.5}}
-"""
+def mixture_text(model: str) -> str:
+    stages = f'quality:\n  classifiers: [{{name: edu, model: "{model}"}}]\n  select: {{classifier: edu, keep_fraction: 0.5}}'
+    return one_source_mixture("qt", "prose", ["prose/pydoc-howto-*.jsonl.gz", "fortunes/*.jsonl.zst"], stages)
 
 
 @pytest.mark.slow
@@ -208,7 +198,7 @@ def test_a_build_scores_with_it_and_both_engines_write_the_same_bytes(regressor,
     """A mixture names the model folder as a classifier: every kept document carries transformers' score, the top
     half is kept, and the datatrove engine writes Beam's bytes."""
     folder, model = regressor
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=folder), "qt.yaml")
+    mix = write_mixture(tmp_path, mixture_text(str(folder)), "qt.yaml")
     build_on_both_engines(mix, tmp_path)
     (stage,) = (tmp_path / "beam" / "prose").glob("quality-*")
     kept = [d for p in sorted(stage.glob("part-*.jsonl.zst")) for d in read_records(str(p))]
@@ -226,7 +216,7 @@ def test_a_build_refuses_a_headless_folder_before_any_work(tmp_path, fixture_tex
     folder = tmp_path / "headless"
     bert_classifier(folder, fixture_texts[:300], head=False)
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
-    mix = write_mixture(tmp_path, MIX.format(root=CORPORA, model=folder), "qt.yaml")
+    mix = write_mixture(tmp_path, mixture_text(str(folder)), "qt.yaml")
     proc = run_build("--mixture", str(mix), "--output", str(tmp_path / "out"))
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]

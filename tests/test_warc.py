@@ -13,7 +13,7 @@ from fastwarc.warc import ArchiveIterator
 
 from datapipe import ReadTally, Shard
 from datapipe.io.warc import _member_end, read_warc
-from tests.conftest import CORPORA
+from tests.conftest import CORPORA, warc_response
 
 WARC = CORPORA / "crawl" / "docs-00000.warc.gz"
 
@@ -137,13 +137,7 @@ def _page_record(i: int, compressed: bool) -> bytes:
     """One HTML response record, in a gzip member of its own when ``compressed`` (as Common Crawl writes them)."""
     page = f"<html><body><p>Page {i} of the crawl.</p></body></html>".encode()
     http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(page) + page
-    head = (
-        f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://x/{i}\r\n"
-        f"WARC-Record-ID: <urn:uuid:{i}>\r\nContent-Type: application/http; msgtype=response\r\n"
-        f"Content-Length: {len(http)}\r\n\r\n"
-    ).encode()
-    raw = head + http + b"\r\n\r\n"
-    return gzip.compress(raw, mtime=0) if compressed else raw
+    return warc_response(i, http, compressed)
 
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["gzip", "plain"])

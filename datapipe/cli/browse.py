@@ -22,14 +22,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+BROWSE_HELP = (
+    "a local web app over a build: funnels, documents by outcome and reason, decisions, clusters, runs"
+)
+BROWSE_OPERAND = ("output", "a mixture output folder (with mixture.json)")
+BROWSE_EXAMPLES = "examples:\n  datapipe browse out/dclm_phase3\n  datapipe browse out/dclm_phase3 --port 0 --run runs/llama"
+
+
 def add_parser(sub) -> None:
     b = subcommand(
         sub,
         "browse",
-        "a local web app over a build: funnels, documents by outcome and reason, decisions, clusters, runs",
-        "examples:\n  datapipe browse out/dclm_phase3\n  datapipe browse out/dclm_phase3 --port 0 --run runs/llama",
+        BROWSE_HELP,
+        BROWSE_EXAMPLES,
+        operand=BROWSE_OPERAND,
     )
-    b.add_argument("output", help="a mixture output folder (with mixture.json)")
     b.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )

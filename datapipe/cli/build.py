@@ -15,11 +15,9 @@ def run_raw(argv: list[str]) -> int:
     return 0  # not reached: main exits with the build's status
 
 
+BUILD_HELP = "build a mixture (see datapipe build --help)"
+BUILD_EXAMPLES = "example:\n  datapipe build --mixture dclm_phase3.yaml --output out/dclm_phase3"
+
+
 def add_parser(sub) -> None:
-    subcommand(
-        sub,
-        "build",
-        "build a mixture (see datapipe build --help)",
-        "example:\n  datapipe build --mixture dclm_phase3.yaml --output out/dclm_phase3",
-        add_help=False,
-    )
+    subcommand(sub, "build", BUILD_HELP, BUILD_EXAMPLES, add_help=False)

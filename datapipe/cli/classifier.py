@@ -65,34 +65,30 @@ def run_distill(args: argparse.Namespace) -> int:
     return 0
 
 
+CLASSIFIER_HELP = "quality classifiers: train a recipe, or distill a teacher into a student"
+CLASSIFIER_EXAMPLES = "example:\n  datapipe classifier train fixture_quality --output out/classifiers"
+
+TRAIN_HELP = "train a recipe (classifiers/NAME.yaml or a path); reuses a trained model"
+TRAIN_OPERAND = ("recipe", "a recipe name (fixture_quality) or path")
+TRAIN_EXAMPLES = "example:\n  datapipe classifier train fixture_quality --output out/classifiers"
+
+DISTILL_HELP = "train a fast student (fastText or embedding) on a teacher's scores of a sample"
+DISTILL_EXAMPLES = (
+    "examples:\n  datapipe classifier distill --sample 'out/x/web/dedup-*/part-*.jsonl.zst' "
+    "--teacher out/classifiers/edu --student fasttext --output out/classifiers/edu-student\n"
+    "  datapipe classifier distill --sample docs.jsonl --labels llm_scores.jsonl --student embedding "
+    "--output out/classifiers/llm-student"
+)
+
+
 def add_parser(sub) -> None:
-    c = subcommand(
-        sub,
-        "classifier",
-        "quality classifiers: train a recipe, or distill a teacher into a student",
-        "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
-    )
+    c = subcommand(sub, "classifier", CLASSIFIER_HELP, CLASSIFIER_EXAMPLES)
     csub = c.add_subparsers(dest="classifier_command", metavar="ACTION", required=True)
-    t = subcommand(
-        csub,
-        "train",
-        "train a recipe (classifiers/NAME.yaml or a path); reuses a trained model",
-        "example:\n  datapipe classifier train fixture_quality --output out/classifiers",
-    )
-    t.add_argument("recipe", help="a recipe name (fixture_quality) or path")
-    t.set_defaults(handler=run_train)
+    t = subcommand(csub, "train", TRAIN_HELP, TRAIN_EXAMPLES, operand=TRAIN_OPERAND, handler=run_train)
     t.add_argument(
         "--output", default="out/classifiers", help="where <name>-<hash8>/ goes (default out/classifiers)"
     )
-    d = subcommand(
-        csub,
-        "distill",
-        "train a fast student (fastText or embedding) on a teacher's scores of a sample",
-        "examples:\n  datapipe classifier distill --sample 'out/x/web/dedup-*/part-*.jsonl.zst' "
-        "--teacher out/classifiers/edu --student fasttext --output out/classifiers/edu-student\n"
-        "  datapipe classifier distill --sample docs.jsonl --labels llm_scores.jsonl --student embedding "
-        "--output out/classifiers/llm-student",
-    )
+    d = subcommand(csub, "distill", DISTILL_HELP, DISTILL_EXAMPLES)
     d.add_argument("--sample", nargs="+", required=True, help="JSONL documents ({id, text}), files or globs")
     who = d.add_mutually_exclusive_group(required=True)
     who.add_argument(

@@ -24,15 +24,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+EXPORT_CLUSTERS_HELP = (
+    "a dedup stage's duplicate clusters as JSON lines: each kept copy and the copies removed for it"
+)
+EXPORT_CLUSTERS_OPERAND = ("stage", "a dedup stage folder")
+EXPORT_CLUSTERS_EXAMPLES = (
+    "examples:\n  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa\n"
+    "  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa --out /tmp/clusters.jsonl"
+)
+
+
 def add_parser(sub) -> None:
     ec = subcommand(
         sub,
         "export-clusters",
-        "a dedup stage's duplicate clusters as JSON lines: each kept copy and the copies removed for it",
-        "examples:\n  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa\n"
-        "  datapipe export-clusters out/dclm_phase3/dolmino_dclm/dedup-306c07fa --out /tmp/clusters.jsonl",
+        EXPORT_CLUSTERS_HELP,
+        EXPORT_CLUSTERS_EXAMPLES,
+        operand=EXPORT_CLUSTERS_OPERAND,
     )
-    ec.add_argument("stage", help="a dedup stage folder")
     ec.add_argument("--out", help="write the lines there instead of to stdout")
     ec.add_argument(
         "--edges",

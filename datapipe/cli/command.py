@@ -9,11 +9,29 @@ module and a line there, not a branch in ``main``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
 
 
-def subcommand(sub: Any, name: str, help: str, example: str, **kw: Any) -> argparse.ArgumentParser:
-    """A subcommand whose --help ends with examples."""
-    return sub.add_parser(
-        name, help=help, epilog=example, formatter_class=argparse.RawDescriptionHelpFormatter, **kw
+def subcommand(
+    sub: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    example: str,
+    operand: tuple[str, str] | None = None,
+    handler: Callable[[argparse.Namespace], int] | None = None,
+    add_help: bool = True,
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with examples, with its one positional ``operand`` (name, help) and the
+    ``handler`` that runs it: the lines every command would otherwise write again."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        epilog=example,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=add_help,
     )
+    if operand is not None:
+        p.add_argument(operand[0], help=operand[1])
+    if handler is not None:
+        p.set_defaults(handler=handler)
+    return p

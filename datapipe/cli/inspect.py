@@ -90,16 +90,25 @@ def _print_cluster(path: str, doc_id: str, chars: int) -> int:
     return 0
 
 
+INSPECT_HELP = (
+    "show a mixture output, a token cache, or a stage folder's documents (kept, or removed by a rule)"
+)
+INSPECT_OPERAND = ("path", "a mixture output folder / mixture.json, a cache folder, or a stage folder")
+INSPECT_EXAMPLES = (
+    "examples:\n  datapipe inspect out/dclm_phase3\n  datapipe inspect out/dclm_phase3/wiki/tokenize-fd312c96 --rows 3\n"
+    "  datapipe inspect out/dclm_phase3/dolmino_dclm/filter-525fad46 --removed-by filter/gopher_short_doc\n"
+    "  datapipe inspect out/dclm_phase3 --json"
+)
+
+
 def add_parser(sub) -> None:
     p = subcommand(
         sub,
         "inspect",
-        "show a mixture output, a token cache, or a stage folder's documents (kept, or removed by a rule)",
-        "examples:\n  datapipe inspect out/dclm_phase3\n  datapipe inspect out/dclm_phase3/wiki/tokenize-fd312c96 --rows 3\n"
-        "  datapipe inspect out/dclm_phase3/dolmino_dclm/filter-525fad46 --removed-by filter/gopher_short_doc\n"
-        "  datapipe inspect out/dclm_phase3 --json",
+        INSPECT_HELP,
+        INSPECT_EXAMPLES,
+        operand=INSPECT_OPERAND,
     )
-    p.add_argument("path", help="a mixture output folder / mixture.json, a cache folder, or a stage folder")
     p.add_argument("--rows", type=int, default=3, help="rows or documents to show (default 3)")
     p.add_argument(
         "--chars", type=int, default=240, help="characters of each decoded row to show (default 240)"

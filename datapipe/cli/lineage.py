@@ -16,12 +16,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+LINEAGE_HELP = "print the chain from a training run or a build to its manifest, stages and input files"
+LINEAGE_OPERAND = ("path", "a training run folder (run.json) or a mixture output folder")
+LINEAGE_EXAMPLES = (
+    "examples:\n  datapipe lineage out/dclm_phase3/runs/tiny\n  datapipe lineage out/dclm_phase3"
+)
+
+
 def add_parser(sub) -> None:
-    lg = subcommand(
-        sub,
-        "lineage",
-        "print the chain from a training run or a build to its manifest, stages and input files",
-        "examples:\n  datapipe lineage out/dclm_phase3/runs/tiny\n  datapipe lineage out/dclm_phase3",
-    )
-    lg.add_argument("path", help="a training run folder (run.json) or a mixture output folder")
-    lg.set_defaults(handler=run)
+    subcommand(sub, "lineage", LINEAGE_HELP, LINEAGE_EXAMPLES, operand=LINEAGE_OPERAND, handler=run)

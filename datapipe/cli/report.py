@@ -29,15 +29,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+REPORT_HELP = (
+    "write one self-contained HTML report of a build (funnels, scores, lengths, duplicates, samples)"
+)
+REPORT_OPERAND = ("output", "a mixture output folder (with mixture.json)")
+REPORT_EXAMPLES = (
+    "examples:\n  datapipe report out/dclm_phase3\n  datapipe report out/dclm_phase3 --html /tmp/r.html "
+    "--train-tokens 2000000000"
+)
+
+
 def add_parser(sub) -> None:
     r = subcommand(
         sub,
         "report",
-        "write one self-contained HTML report of a build (funnels, scores, lengths, duplicates, samples)",
-        "examples:\n  datapipe report out/dclm_phase3\n  datapipe report out/dclm_phase3 --html /tmp/r.html "
-        "--train-tokens 2000000000",
+        REPORT_HELP,
+        REPORT_EXAMPLES,
+        operand=REPORT_OPERAND,
     )
-    r.add_argument("output", help="a mixture output folder (with mixture.json)")
     r.add_argument("--html", help="where to write the report (default OUTPUT/report.html)")
     r.add_argument("--train-tokens", type=int, help="planned training length: planned tokens and epochs")
     r.add_argument(

@@ -37,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+VERIFY_HELP = "check a token cache (or every cache of a mixture): offsets, counts, ids"
+VERIFY_OPERAND = ("path", "a cache folder or a mixture output folder / mixture.json")
+VERIFY_EXAMPLES = (
+    "examples:\n  datapipe verify out/dclm_phase3\n  datapipe verify out/dclm_phase3/wiki/tokenize-fd312c96"
+)
+
+
 def add_parser(sub) -> None:
-    v = subcommand(
-        sub,
-        "verify",
-        "check a token cache (or every cache of a mixture): offsets, counts, ids",
-        "examples:\n  datapipe verify out/dclm_phase3\n  datapipe verify out/dclm_phase3/wiki/tokenize-fd312c96",
-    )
-    v.add_argument("path", help="a cache folder or a mixture output folder / mixture.json")
-    v.set_defaults(handler=run)
+    subcommand(sub, "verify", VERIFY_HELP, VERIFY_EXAMPLES, operand=VERIFY_OPERAND, handler=run)

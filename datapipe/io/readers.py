@@ -72,11 +72,24 @@ def _loads_replacing(line: bytes) -> Any:
         return None
 
 
-def read_jsonl(
-    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None = None
-) -> Iterator[dict]:
+@dataclass(frozen=True)
+class ReadRequest:
+    """What one shard is read with: the source, its fields, the caps and, for a folder of HTML pages, the URL
+    prefix. One value, so that a format's reader takes what it needs by name."""
+
+    source: str
+    text_field: str
+    id_field: str
+    tally: ReadTally
+    max_record_bytes: int | None
+    max_html_bytes: int | None
+    url_prefix: str
+
+
+def read_jsonl(shard: Shard, r: ReadRequest) -> Iterator[dict]:
+    tally = r.tally
     try:
-        yield from _jsonl_records(shard, source, text_field, id_field, tally, max_bytes)
+        yield from _jsonl_records(shard, r.source, r.text_field, r.id_field, tally, r.max_record_bytes)
     except DamagedStream as e:
         if e.partial.strip():  # the line the damage cut in two was a document
             tally.records += 1
@@ -158,10 +171,9 @@ def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
     return pf
 
 
-def read_parquet(
-    shard: Shard, source: str, text_field: str, id_field: str, tally: ReadTally, max_bytes: int | None = None
-) -> Iterator[dict]:
-    cap = max_bytes if max_bytes is not None else 1 << 62
+def read_parquet(shard: Shard, r: ReadRequest) -> Iterator[dict]:
+    source, text_field, id_field, tally = r.source, r.text_field, r.id_field, r.tally
+    cap = r.max_record_bytes if r.max_record_bytes is not None else 1 << 62
     errors = _parquet_errors()
     with fs.open_binary(shard.url) as f:
         tally.position = f.tell
@@ -256,8 +268,7 @@ def _parquet_rows(f: IO[bytes]) -> int:
     return int(_arrow()[1].ParquetFile(f).metadata.num_rows)
 
 
-# (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
-Reader = Callable[[Shard, str, str, str, ReadTally, "int | None", "int | None", str], Iterator[dict]]
+Reader = Callable[[Shard, ReadRequest], Iterator[dict]]
 
 
 @dataclass(frozen=True)
@@ -270,7 +281,7 @@ class InputFormat:
     name: str
     pages: bool  # records are web pages for the extractor (WARC responses), not text
     check: Callable[[str, IO[bytes], str], None]  # (url, the open file, text_field): raise InputError
-    read: Reader  # (shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
+    read: Reader
     rows: Callable[[IO[bytes]], int] | None = None  # the record count the file states (Parquet's footer)
 
 
@@ -281,33 +292,29 @@ FORMATS: dict[str, InputFormat] = {
             "jsonl",
             False,
             _check_jsonl,
-            lambda shard, source, text, ident, tally, cap, _html, _prefix: read_jsonl(
-                shard, source, text, ident, tally, cap
-            ),
+            read_jsonl,
         ),
         InputFormat(
             "parquet",
             False,
             _check_parquet,
-            lambda shard, source, text, ident, tally, cap, _html, _prefix: read_parquet(
-                shard, source, text, ident, tally, cap
-            ),
+            read_parquet,
             rows=_parquet_rows,
         ),
         InputFormat(
             "warc",
             True,
             _check_warc,
-            lambda shard, source, _text, _ident, tally, cap, html, _prefix: read_warc(
-                shard, source, tally, html or UNLIMITED, cap or UNLIMITED
+            lambda shard, r: read_warc(
+                shard, r.source, r.tally, r.max_html_bytes or UNLIMITED, r.max_record_bytes or UNLIMITED
             ),
         ),
         InputFormat(
             "html",
             True,
             check_html,
-            lambda shard, source, _text, _ident, tally, _cap, html, prefix: read_html_files(
-                shard, source, tally, html or UNLIMITED, prefix
+            lambda shard, r: read_html_files(
+                shard, r.source, r.tally, r.max_html_bytes or UNLIMITED, r.url_prefix
             ),
         ),
     )
@@ -358,4 +365,6 @@ def read_shard(
         log.warning("%s: empty file", shard.url)
         tally.not_a_record("read/empty_file")
         return iter(())
-    return row.read(shard, source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
+    return row.read(
+        shard, ReadRequest(source, text_field, id_field, tally, max_record_bytes, max_html_bytes, url_prefix)
+    )
