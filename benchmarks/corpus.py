@@ -97,6 +97,7 @@ def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float])
     from datapipe import (
         LEDGER,
         Component,
+        Manifest,
         TokenizerConfig,
         fs,
         load_tokenizer,
@@ -115,5 +116,5 @@ def token_mixture(work: str, docs: int, seq_len: int, weights: dict[str, float])
         write_ledger(cache, make_ledger({"part-00000": n_rows}, {"part-00000": n_tokens}, tok.identity))
         digest = hashlib.sha256(fs.read_bytes(fs.join(cache, LEDGER))).hexdigest()
         comps.append(Component(name, weight, name, n_rows, n_tokens, digest))
-    write_manifest(work, "bench", 0, seq_len, tok.identity, comps, {})
+    write_manifest(work, Manifest("bench", 0, seq_len, tok.identity, tuple(comps)))
     return os.path.join(work, "mixture.json"), sum(c.tokens for c in comps)

@@ -16,6 +16,7 @@ from datapipe import (
     DatapipeError,
     TokenCache,
     TokenizerConfig,
+    load_manifest,
     load_tokenizer,
     open_component,
     read_manifest,
@@ -41,12 +42,13 @@ def _stages(out: Path, source: str) -> list[Path]:
 def test_builds_every_source_and_manifest(built_small):
     out, proc = built_small
     doc = read_manifest(str(out))
+    m = load_manifest(str(out))
     assert [c["name"] for c in doc["components"]] == ["web", "code", "prose"]
     assert doc["seed"] == 7
     assert abs(sum(c["normalized_weight"] for c in doc["components"]) - 1) < 1e-9
     assert doc["components"][0]["normalized_weight"] == pytest.approx(3 / 5.5)
     for c in doc["components"]:
-        cache = open_component(str(out), doc, c["name"])
+        cache = open_component(m, c["name"])
         assert cache.num_rows == c["rows"] > 0 and cache.num_tokens == c["tokens"] > 0
     assert "manifest:" in proc.stdout and "total" in proc.stdout
 
@@ -271,7 +273,7 @@ def test_changing_tokenizer_config_reruns_only_tokenize(built_small, small_mixtu
     assert proc.stdout.count("skipped (cached)") == 6 and proc.stdout.count(" ran in ") == 3
     doc = read_manifest(str(out))
     assert doc["tokenizer"]["add_bos"] is True
-    cache = open_component(str(out), doc, "code")
+    cache = open_component(load_manifest(str(out)), "code")
     row = cache.row(0).tolist()
     assert row[0] == doc["tokenizer"]["bos_id"] and row[-1] == doc["tokenizer"]["eos_id"]
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datapipe import DatapipeError, MixtureLoader, open_component, read_manifest
+from datapipe import DatapipeError, MixtureLoader, load_manifest, open_component, read_manifest
 from datapipe.data.loader import DataExhausted
 from datapipe.data.mixing import MixtureSchedule, Phase
 from datapipe.data.permutation import block_counts
@@ -175,7 +175,7 @@ def test_a_weight_that_rounds_to_zero_rows_is_an_error_naming_it(manifest):
 
 
 def _stream(manifest: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-    cache = open_component(manifest, read_manifest(manifest), name)
+    cache = open_component(load_manifest(manifest), name)
     return cache.input_ids.data[: cache.num_tokens].read().result(), cache.input_ids.ends()
 
 

@@ -405,7 +405,14 @@ def test_names_and_yaml_cannot_escape_or_execute(tmp_path):
 def test_pinned_hashes_are_checked(built_small, tmp_path):
     import hashlib
 
-    from datapipe import DatapipeError, TokenizerConfig, load_tokenizer, open_component, read_manifest
+    from datapipe import (
+        DatapipeError,
+        TokenizerConfig,
+        load_manifest,
+        load_tokenizer,
+        open_component,
+        read_manifest,
+    )
 
     ident = load_tokenizer(TokenizerConfig("builtin:gpt2")).identity
     assert load_tokenizer(TokenizerConfig("builtin:gpt2", sha256=ident.sha256)).identity == ident
@@ -419,10 +426,10 @@ def test_pinned_hashes_are_checked(built_small, tmp_path):
     name = doc["components"][0]["name"]
     ledger = out / doc["components"][0]["cache"] / "shard_ledger.json"
     assert hashlib.sha256(ledger.read_bytes()).hexdigest() == doc["components"][0]["ledger_sha256"]
-    open_component(manifest, doc, name)
+    open_component(load_manifest(manifest), name)
     ledger.write_text(ledger.read_text().replace('"is_finished": true', '"is_finished": true '))
     with pytest.raises(DatapipeError, match="ledger_sha256"):
-        open_component(manifest, doc, name)
+        open_component(load_manifest(manifest), name)
     # a classifier model pinned by hash
     model = REPO / "tests" / "fixtures" / "corpora" / "PROVENANCE.json"  # any file: the hash is checked first
     from datapipe.orchestrate.classifiers import check_pinned

@@ -26,7 +26,7 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.report.collect import StageView, crawl_lines, manifest_url_of, mixture_chains
 from datapipe.report.runs import find_runs
-from datapipe.store.manifest import open_component, read_manifest
+from datapipe.store.manifest import load_manifest, open_component
 
 TEMPLATES = Path(__file__).with_name("templates")
 CACHE_ROWS = 10  # cache rows per page
@@ -163,7 +163,7 @@ def create_app(
     reasons = sorted({r for rows in funnels.values() for s in rows for r, _ in s["removed"]})
     languages = q.languages()
     page_types = q.page_types()
-    base = {"name": manifest["name"], "output": output}
+    base = {"name": manifest.name, "output": output}
     # sources deduplicated against earlier builds: a kept copy they name may be one of those builds' documents
     against = {
         source: any(r.stage == "dedup" and r.doc.get("config", {}).get("against") for r in chain)
@@ -257,13 +257,13 @@ def create_app(
     def cache(request: Any) -> Any:
         from datapipe.tokenize.decode import decoder_for
 
-        doc = read_manifest(manifest_url)
+        m = load_manifest(manifest_url)
         name = request.query_params.get("component")
-        ctx: dict[str, Any] = {"components": doc["components"], "component": None}
+        ctx: dict[str, Any] = {"components": m.listing(), "component": None}
         if name:
-            if name not in {c["name"] for c in doc["components"]}:
+            if name not in {c.name for c in m.components}:
                 return HTMLResponse(f"no component {name!r}", status_code=404)
-            tc = open_component(manifest_url, doc, name)
+            tc = open_component(m, name)
             decode = decoder_for(tc, output=os.path.dirname(manifest_url))
             start, problem = _whole(request.query_params.get("row", ""), "row")
             if problem:

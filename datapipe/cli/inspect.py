@@ -12,7 +12,7 @@ from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
-from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.store.manifest import MANIFEST, load_manifest, open_component
 from datapipe.tokenize.decode import decoder_for
 
 NAME = "inspect"
@@ -33,7 +33,7 @@ def _print_cache(
     print(
         f"tokenizer: {tok.name} (vocab {tok.vocab_size:,}, sha256 {tok.sha256[:12]}, bos={tok.add_bos}, eos={tok.add_eos})"
     )
-    print(f"shards:    {len(cache.ledger['shard_rows'])}")
+    print(f"shards:    {len(cache.ledger.shard_rows)}")
     if decoder is None:
         print("(tokenizer not loadable here; rows shown as ids)")
     for i in range(min(rows, cache.num_rows)):
@@ -60,20 +60,17 @@ def run(args: argparse.Namespace) -> int:
         _print_cache(cache, args.rows, args.chars, decoder_for(cache))
         return 0
     if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
-        doc = read_manifest(path)
-        manifest_dir = fs.parent(path) if path.endswith(".json") else path
-        print(f"mixture {doc['name']} (seed {doc['seed']}, tokenizer {doc['tokenizer']['name']})")
+        m = load_manifest(path)
+        print(f"mixture {m.name} (seed {m.seed}, tokenizer {m.tokenizer.name})")
         print(f"{'component':<18} {'weight':>9} {'share':>7} {'rows':>8} {'tokens':>12}")
-        for c in doc["components"]:
-            print(
-                f"{c['name']:<18} {c['weight']:>9.4g} {c['normalized_weight']:>7.2%} {c['rows']:>8,} {c['tokens']:>12,}"
-            )
-        total = sum(c["tokens"] for c in doc["components"])
-        print(f"{'total':<18} {'':>9} {'':>7} {sum(c['rows'] for c in doc['components']):>8,} {total:>12,}")
-        for c in doc["components"]:
+        for c in m.components:
+            print(f"{c.name:<18} {c.weight:>9.4g} {m.share(c):>7.2%} {c.rows:>8,} {c.tokens:>12,}")
+        total = sum(c.tokens for c in m.components)
+        print(f"{'total':<18} {'':>9} {'':>7} {sum(c.rows for c in m.components):>8,} {total:>12,}")
+        for c in m.components:
             print()
-            cache = open_component(path, doc, c["name"])
-            _print_cache(cache, args.rows, args.chars, decoder_for(cache, output=manifest_dir))
+            cache = open_component(m, c.name)
+            _print_cache(cache, args.rows, args.chars, decoder_for(cache, output=m.folder))
         return 0
     raise DatapipeError(f"{path}: neither a token cache ({LEDGER}) nor a mixture output ({MANIFEST})")
 

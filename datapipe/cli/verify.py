@@ -7,7 +7,7 @@ import argparse
 from datapipe.cli.command import subcommand
 from datapipe.io import fs
 from datapipe.store.cache import LEDGER
-from datapipe.store.manifest import MANIFEST, read_manifest
+from datapipe.store.manifest import load_manifest
 
 NAME = "verify"
 
@@ -19,12 +19,8 @@ def run(args: argparse.Namespace) -> int:
     if fs.exists(fs.join(path, LEDGER)):
         caches = [path]
     else:
-        doc = read_manifest(path)
-        base = path[: -len(MANIFEST) - 1] if path.endswith(MANIFEST) else path
-        caches = [
-            c["cache"] if fs.has_protocol(c["cache"]) else fs.join(base, c["cache"])
-            for c in doc["components"]
-        ]
+        m = load_manifest(path)
+        caches = [c.cache if fs.has_protocol(c.cache) else fs.join(m.folder, c.cache) for c in m.components]
     failed = 0
     for cache in caches:
         problems = verify_cache(cache)

@@ -32,9 +32,8 @@ from datapipe.data.mixing import MixtureSchedule, Phase, manifest_phases
 from datapipe.data.permutation import BlockShuffle, FeistelPermutation, derive_key
 from datapipe.data.sequences import SequenceLayout, segment_ids
 from datapipe.errors import DatapipeError
-from datapipe.io import fs
 from datapipe.store.cache import TokenCache
-from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.store.manifest import load_manifest, open_component
 
 STOP_STRATEGIES = ("restart", "first_exhausted", "all_exhausted")
 SHUFFLES = ("feistel", "block")
@@ -147,14 +146,13 @@ class MixtureLoader:
             raise ValueError(f"stop must be one of {', '.join(STOP_STRATEGIES)}, got {stop!r}")
         if shuffle not in SHUFFLES:
             raise ValueError(f"shuffle must be one of {', '.join(SHUFFLES)}, got {shuffle!r}")
-        url = manifest if manifest.endswith(".json") else fs.join(manifest, MANIFEST)
-        self.manifest_url = url
-        self.manifest = read_manifest(url)
-        self.seq_len = int(seq_len or self.manifest["seq_len"])
-        self.seed = int(self.manifest["seed"] if seed is None else seed)
+        self.manifest = load_manifest(manifest)
+        self.manifest_url = url = self.manifest.url
+        self.seq_len = int(seq_len or self.manifest.seq_len)
+        self.seed = int(self.manifest.seed if seed is None else seed)
         self.stop, self.reshuffle_each_epoch, self.prefetch = stop, reshuffle_each_epoch, max(0, prefetch)
         self.shuffle, self.shuffle_block, self.shuffle_window = shuffle, shuffle_block, shuffle_window
-        self.components: list[str] = [c["name"] for c in self.manifest["components"]]
+        self.components: list[str] = [c.name for c in self.manifest.components]
         self.holdout, self.split = holdout, split
         if phases is None:
             phases = manifest_phases(self.manifest, global_batch)
@@ -176,12 +174,12 @@ class MixtureLoader:
 
     # --- construction ---------------------------------------------------------------------------------------
     def _open(self, name: str, packing: str) -> _Component:
-        cache = open_component(self.manifest_url, self.manifest, name)
+        cache = open_component(self.manifest, name)
         ident = cache.tokenizer
         need_ends = packing == "document" or not (ident.add_eos and ident.eos_id is not None)
         ends = cache.input_ids.ends() if need_ends else None
         layout = SequenceLayout.build(self.seq_len, packing, cache.num_tokens, ends)
-        split_key = int(self.manifest.get("seed", 0))
+        split_key = self.manifest.seed
         return _Component(name, cache, layout, ends, self.seed, split_key, self.holdout, self.split)
 
     @staticmethod

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from datapipe.data.permutation import FeistelPermutation, block_counts, derive_key
+from datapipe.store.manifest import Manifest
 
 _LAYOUT = 0x1A70
 
@@ -42,17 +43,19 @@ class Phase:
 
 
 def manifest_phases(
-    manifest: Mapping,
+    manifest: Manifest | Mapping[str, Any],
     global_batch: int,
     changes: Sequence[tuple[int, Mapping[str, float] | None, int | None]] = (),
 ) -> list[Phase]:
     """Phases from a manifest (component weights at step 0, then its ``schedule``) plus ``changes`` given as
     (step, weights or None, batch size or None); what a change leaves unset carries over from the phase before."""
+    if not isinstance(manifest, Manifest):  # the trainer's modules still hold the file's JSON object
+        manifest = Manifest.from_dict(manifest)
     events: dict[int, dict[str, Any]] = {
-        0: {"weights": {c["name"]: float(c["weight"]) for c in manifest["components"]}}
+        0: {"weights": {c.name: float(c.weight) for c in manifest.components}}
     }
-    for entry in manifest.get("schedule", []):
-        events.setdefault(int(entry["step"]), {})["weights"] = dict(entry["weights"])
+    for entry in manifest.schedule:
+        events.setdefault(entry.step, {})["weights"] = dict(entry.weights)
     for step, weights, batch in changes:
         event = events.setdefault(int(step), {})
         if weights is not None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from datapipe.dedup.store import (
 from datapipe.io import fs
 from datapipe.io.partitioned import gather, read_all, write_partitioned
 from datapipe.io.shards import Shard, part_name
+
+if TYPE_CHECKING:  # the stages call these tables' tasks through the registry: no import back at run time
+    from datapipe.dedup.stage import DedupStage, ParagraphStage
 
 SHARDS_PER_PART = 8  # a partition holds about this many input shards' keys
 MAX_PARTS = 4096
@@ -187,7 +190,7 @@ def key_records(exact: list, bands: list, shard_index: int) -> tuple[np.ndarray,
     return keys, banded
 
 
-def sign_shard(stage: Any, spill: Spill, shard: Shard) -> None:
+def sign_shard(stage: DedupStage, spill: Spill, shard: Shard) -> None:
     """One input shard's keys (``stage.sign_records``), partitioned; the stage writes its shingle sets."""
     keys, banded, n = stage.sign_records(shard)
     parts = np.uint64(spill.parts)
@@ -196,7 +199,7 @@ def sign_shard(stage: Any, spill: Spill, shard: Shard) -> None:
     spill.figures(f"sign-{shard.index:05d}", {"counters.documents": n, "shuffle_bytes.keys": written})
 
 
-def import_earlier(stage: Any, spill: Spill, k: int) -> None:
+def import_earlier(stage: DedupStage, spill: Spill, k: int) -> None:
     """The k-th shard of the earlier builds (``dedup.against``): its stored keys, renumbered to shard
     ``earlier_ref(k)`` and partitioned as this phase's own."""
     stage_dir, index = spill.earlier[k]
@@ -217,7 +220,7 @@ def _inputs(spill: Spill, kind: str) -> list[str]:
     return spill.urls(kind, spill.shards) + spill.urls(f"earlier-{kind}", range(len(spill.earlier)))
 
 
-def buckets(stage: Any, spill: Spill, p: int) -> None:
+def buckets(stage: DedupStage, spill: Spill, p: int) -> None:
     """Partition ``p`` of every shard's keys: exact groups -> removals; LSH buckets -> candidate pairs."""
     keys = gather(_inputs(spill, "keys"), KEY, p)
     keys = keys[np.lexsort((keys["doc"], keys["shard"], keys["lo"], keys["hi"]))]
@@ -229,8 +232,8 @@ def buckets(stage: Any, spill: Spill, p: int) -> None:
     figures = {"held.keys": len(keys)}
     del keys
     written = _write(spill, "exact", p, exact, exact["shard"] % spill.parts)
-    mh = stage.config.minhash
-    if mh is not None:
+    shape = stage.shape
+    if shape.minhash:
         pairs: list[tuple[components.Ref, components.Ref]] = []
         bands = gather(_inputs(spill, "bands"), BAND, p)
         order = np.lexsort((bands["content"], bands["doc"], bands["shard"], bands["key"], bands["band"]))
@@ -246,7 +249,7 @@ def buckets(stage: Any, spill: Spill, p: int) -> None:
                 strict=True,
             )
             # a pair of two earlier documents cannot change which of ours is removed
-            pairs.extend(pq for pq in bucket_pairs(members, mh.max_bucket_pairs) if pq[1][0] >= 0)
+            pairs.extend(pq for pq in bucket_pairs(members, shape.max_bucket_pairs) if pq[1][0] >= 0)
         candidates = np.zeros(len(pairs), dtype=PAIR)
         if pairs:
             candidates[:] = [(*a, *b) for a, b in pairs]
@@ -271,22 +274,24 @@ def unique_pairs(pairs: np.ndarray) -> np.ndarray:
     return ordered[first]
 
 
-def verify(stage: Any, spill: Spill, q: int) -> None:
+def verify(stage: DedupStage, spill: Spill, q: int) -> None:
     """The distinct candidate pairs of partition ``q``: edges with their exact Jaccard (or every candidate an edge,
     Jaccard NaN, with ``verify`` off)."""
-    mh = stage.config.minhash
-    if mh is None:
+    shape = stage.shape
+    if not shape.minhash:
         return
     pairs = unique_pairs(gather(spill.urls("pairs", range(spill.parts)), PAIR, q))
     edges = np.zeros(len(pairs), dtype=EDGE)
     for name in PAIR.names or ():
         edges[name] = pairs[name]
     figures = {"held.pairs": len(pairs)}
-    if mh.verify:
+    if shape.verify:
         store = ShingleStore(stage.out_dir, earlier=spill.earlier)
         weights = np.full(len(pairs), np.nan)
         for i, (sa, da, sb, db) in enumerate(pairs.tolist()):
-            weight = components.edge_weight(jaccard(store.get((sa, da)), store.get((sb, db))), mh.threshold)
+            weight = components.edge_weight(
+                jaccard(store.get((sa, da)), store.get((sb, db))), shape.threshold
+            )
             if weight is not None:
                 weights[i] = weight
         verified = ~np.isnan(weights)
@@ -310,10 +315,10 @@ def _ref(x: int) -> components.Ref:
     return x >> 32, x & 0xFFFFFFFF
 
 
-def find_components(stage: Any, spill: Spill, _: None = None) -> None:
+def find_components(stage: DedupStage, spill: Spill, _: None = None) -> None:
     """One task: every verified edge -> connected components; each non-root member's removal (for the write
     tasks), ``components.json`` and, with ``keep_edges``, the edge files."""
-    if stage.config.minhash is None:
+    if not stage.shape.minhash:
         return
     edges = np.concatenate([read_all(u, EDGE) for u in spill.urls("edges", range(spill.parts))])
     a = (edges["sa"] << 32) | edges["da"]  # a reference as one integer, in the same order
@@ -344,7 +349,7 @@ def find_components(stage: Any, spill: Spill, _: None = None) -> None:
         tally.add(components.component_entry(_ref(x) for x in nodes[order[start:end]].tolist()))
         start = end
     write_components(stage.out_dir, tally.to_dict())
-    if stage.config.minhash.keep_edges:
+    if stage.shape.keep_edges:
         blocks: dict[tuple[int, int], list] = {}
         for sa, da, sb, db, j in edges.tolist():
             blocks.setdefault(components.edge_block((sa, da), (sb, db)), []).append(
@@ -364,11 +369,12 @@ def find_components(stage: Any, spill: Spill, _: None = None) -> None:
     fs.write_text_atomic(fs.join(spill.scratch, "components.json"), json.dumps(doc) + "\n")
 
 
-def write(stage: Any, spill: Spill, r: int) -> None:
+def write(stage: DedupStage, spill: Spill, r: int) -> None:
     """The removal lists of the shards ``s`` with ``s % parts == r``: every decision about them, one per document
     (the first reason in ``REASON_ORDER``), sorted."""
+    kinds = stage.shape.removal_kinds  # exact's list is written (maybe empty) whenever keys were signed
     urls = spill.urls("exact", range(spill.parts))
-    if stage.config.minhash is not None:
+    if "minhash" in kinds:
         urls.append(spill.url("minhash", 0))
     found = gather(urls, REMOVAL, r)
     found = found[np.lexsort((found["kd"], found["ks"], found["reason"], found["doc"], found["shard"]))]
@@ -383,7 +389,7 @@ def write(stage: Any, spill: Spill, r: int) -> None:
     spill.figures(f"write-{r:05d}", {"held.removals": len(found), "counters.removal_files": len(shards)})
 
 
-def commit(stage: Any, spill: Spill, _: None = None) -> dict[str, Any]:
+def commit(stage: DedupStage | ParagraphStage, spill: Spill, _: None = None) -> dict[str, Any]:
     """Every task's figures -> ``global.json`` and ``_GLOBAL_SUCCESS``; the report."""
     sums: dict[str, int] = {}
     maxes: dict[str, int] = {}
@@ -417,7 +423,7 @@ def commit(stage: Any, spill: Spill, _: None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------- lines
 
 
-def line_keys_shard(stage: Any, spill: Spill, shard: Shard) -> None:
+def line_keys_shard(stage: ParagraphStage, spill: Spill, shard: Shard) -> None:
     """One input shard's line hashes, partitioned."""
     keys, n = stage.line_keys(shard)
     lines = np.zeros(len(keys), dtype=LINE)
@@ -436,7 +442,7 @@ def line_keys_shard(stage: Any, spill: Spill, shard: Shard) -> None:
     )
 
 
-def line_buckets(stage: Any, spill: Spill, p: int) -> None:
+def line_buckets(stage: ParagraphStage, spill: Spill, p: int) -> None:
     """Partition ``p`` of every shard's line hashes: each repeated line's occurrences but the first, removed."""
     lines = gather(spill.urls("lines", spill.shards), LINE, p)
     lines = lines[np.lexsort((lines["line"], lines["doc"], lines["shard"], lines["lo"], lines["hi"]))]
@@ -465,7 +471,7 @@ def line_buckets(stage: Any, spill: Spill, p: int) -> None:
     )
 
 
-def write_lines(stage: Any, spill: Spill, r: int) -> None:
+def write_lines(stage: ParagraphStage, spill: Spill, r: int) -> None:
     """The line removal lists of the shards ``s`` with ``s % parts == r``, sorted."""
     found = np.unique(gather(spill.urls("line-removals", range(spill.parts)), LINE_REMOVAL, r))
     shards = np.unique(found["shard"]).tolist()

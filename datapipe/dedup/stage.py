@@ -18,6 +18,7 @@ import xxhash
 from datapipe.config.stages import DedupConfig, ParagraphConfig
 from datapipe.dedup.components import MINHASH
 from datapipe.dedup.minhash import MinHasher, Shingler, jaccard
+from datapipe.dedup.shape import DedupShape, dedup_shape
 from datapipe.dedup.store import (
     DocRemoval,
     ShingleStore,
@@ -58,6 +59,11 @@ class DedupStage(TwoPhaseStage):
     _store: ShingleStore | None = field(default=None, repr=False)
     _by_language: LanguageSigner | None = field(default=None, repr=False)
     _cluster_sizes: dict[tuple[int, int], int] | None = field(default=None, repr=False)
+
+    @property
+    def shape(self) -> DedupShape:
+        """Which steps the global phase runs (both engines' paths read it)."""
+        return dedup_shape(self.config)
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -188,8 +194,7 @@ class DedupStage(TwoPhaseStage):
         if self._store is None:
             self._store = ShingleStore(self.out_dir, earlier=earlier_shards(self.config.against))
         similar = jaccard(self._store.get((self._shard, removed.doc)), self._store.get(removed.kept))
-        mh = self.config.minhash
-        unverified = mh is not None and not mh.verify
+        unverified = self.shape.unverified
         return Removal(
             removed.reason,
             "jaccard_with_kept_copy",

@@ -42,7 +42,14 @@ from datapipe.report.collect import format_source_table, format_token_plan, toke
 from datapipe.report.lineage import write_experiment
 from datapipe.runtime.stage import read_stage_json, stats_path
 from datapipe.store.cache import LEDGER
-from datapipe.store.manifest import TOKENIZER_FILE, Component, read_manifest, write_manifest
+from datapipe.store.manifest import (
+    TOKENIZER_FILE,
+    Component,
+    Manifest,
+    ScheduleEntry,
+    load_manifest,
+    write_manifest,
+)
 
 if TYPE_CHECKING:
     from datapipe.tokenize.tokenizer import LoadedTokenizer
@@ -254,7 +261,7 @@ def build(
     write_experiment(mixture.output, engine.runner, mixture.data_root, fs.local_path(mixture.file))
     print(f"manifest: {url}")
     print()
-    print(format_token_plan(token_plan(read_manifest(url), train_tokens), train_tokens))
+    print(format_token_plan(token_plan(load_manifest(url), train_tokens), train_tokens))
     return 0
 
 
@@ -299,22 +306,21 @@ def write_mixture_manifest(
         raise ConfigError(mixture.file, where, why + "; the manifest is not written", more)
     # the tokenizer beside the manifest: rows decode wherever the output goes (its hash is the manifest's)
     tokenizer.save(fs.join(mixture.output, TOKENIZER_FILE))
-    extra: dict[str, object] = {
-        "weights_unit": mixture.weights_unit,
-        "source_mixture_file": fs.local_path(mixture.file),
-        "tokenizer_file": TOKENIZER_FILE,
-    }
-    if by_language:
-        extra["by_language"] = by_language
-    if rehydrated:
-        extra["rehydrated_repeats"] = rehydrated
-    if mixture.schedule:
-        extra["schedule"] = list(mixture.schedule)
-    if mixture.train_tokens:
-        extra["train_tokens"] = mixture.train_tokens
-    return write_manifest(
-        mixture.output, mixture.name, mixture.seed, mixture.seq_len, tokenizer.identity, components, extra
+    manifest = Manifest(
+        name=mixture.name,
+        seed=mixture.seed,
+        seq_len=mixture.seq_len,
+        tokenizer=tokenizer.identity,
+        components=tuple(components),
+        tokenizer_file=TOKENIZER_FILE,
+        weights_unit=mixture.weights_unit,
+        source_mixture_file=fs.local_path(mixture.file),
+        schedule=tuple(ScheduleEntry(int(e["step"]), dict(e["weights"])) for e in mixture.schedule),
+        by_language=by_language,
+        rehydrated_repeats=rehydrated,
+        train_tokens=mixture.train_tokens or None,
     )
+    return write_manifest(mixture.output, manifest)
 
 
 def _language_components(

@@ -16,7 +16,7 @@ from typing import Any
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
 from datapipe.runtime.stage import STAGE_JSON
-from datapipe.store.manifest import MANIFEST, read_manifest
+from datapipe.store.manifest import MANIFEST, Manifest, load_manifest
 
 REPEAT_WARNING = 4.0  # epochs over a component beyond which a warning is printed
 
@@ -79,18 +79,18 @@ def source_chain(output: str, source: str, cache_dir: str) -> list[StageView]:
     return chain[::-1]
 
 
-def mixture_chains(output: str) -> tuple[dict[str, Any], dict[str, list[StageView]]]:
+def mixture_chains(output: str) -> tuple[Manifest, dict[str, list[StageView]]]:
     """(manifest, {source: its stage chain}) of a finished build (a source's components are its languages when it
     is split by language, or the source itself)."""
     url = manifest_url_of(output)
     if not fs.exists(url):
         raise DatapipeError(f"{output}: no {MANIFEST} (a build with --only writes none; build every source)")
-    manifest = read_manifest(url)
+    manifest = load_manifest(url)
     base = os.path.dirname(url)
     chains = {}
-    for comp in manifest["components"]:
+    for comp in manifest.components:
         # <source>/<tokenize stage>, or <source>/<tokenize stage>/<language> for a source split by language
-        parts = comp["cache"].rstrip("/").split("/")
+        parts = comp.cache.rstrip("/").split("/")
         i = next(
             (k for k in range(len(parts) - 1, 0, -1) if parts[k].startswith("tokenize-")), len(parts) - 1
         )
@@ -133,22 +133,22 @@ def crawl_lines(chains: dict[str, list[Any]]) -> list[str]:
     ]
 
 
-def token_plan(manifest: dict[str, Any], train_tokens: int | None) -> list[dict[str, Any]]:
+def token_plan(manifest: Manifest, train_tokens: int | None) -> list[dict[str, Any]]:
     """Per component: tokens available, its share of the mixture, and (given a training length) the tokens its
     weight asks for and the epochs that implies."""
     rows = []
-    for comp in manifest["components"]:
-        share = float(comp["normalized_weight"])
+    for comp in manifest.components:
+        share = manifest.share(comp)
         row: dict[str, Any] = {
-            "name": comp["name"],
-            "weight": comp["weight"],
+            "name": comp.name,
+            "weight": comp.weight,
             "share": share,
-            "tokens": comp["tokens"],
+            "tokens": comp.tokens,
         }
         if train_tokens:
             wanted = share * train_tokens
             row["planned_tokens"] = int(round(wanted))
-            row["epochs"] = wanted / comp["tokens"] if comp["tokens"] else float("inf")
+            row["epochs"] = wanted / comp.tokens if comp.tokens else float("inf")
             row["warning"] = row["epochs"] > REPEAT_WARNING
         rows.append(row)
     return rows

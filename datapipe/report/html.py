@@ -21,6 +21,7 @@ from datapipe import __version__
 from datapipe.report import BROWSE_PORT, plots
 from datapipe.report.collect import StageView, crawl_line, mixture_chains, token_plan
 from datapipe.report.runs import find_runs
+from datapipe.store.manifest import Manifest
 
 BROWSE_URL = f"http://127.0.0.1:{BROWSE_PORT}"
 SECTIONS = (
@@ -82,7 +83,7 @@ def _cutoff(record: StageView, classifier: str) -> float | None:
     return select.get("threshold")
 
 
-def _mixture(manifest: dict[str, Any], train_tokens: int | None) -> str:
+def _mixture(manifest: Manifest, train_tokens: int | None) -> str:
     rows = token_plan(manifest, train_tokens)
     head = "<tr><th>component</th><th>weight</th><th>share</th><th>tokens</th>"
     head += "<th>planned</th><th>epochs</th></tr>" if train_tokens else "</tr>"
@@ -154,10 +155,10 @@ def _page_types(chains: dict[str, list[StageView]], base: str) -> str:
     return "".join(out) or "<p>No source was extracted by datapipe's learned extractor.</p>"
 
 
-def _languages(manifest: dict[str, Any], chains: dict[str, list[StageView]], base: str) -> str:
+def _languages(manifest: Manifest, chains: dict[str, list[StageView]], base: str) -> str:
     """Per source judged by language: what each language's filter kept, and its tokens and share when the source
     is split into per-language components."""
-    split = manifest.get("by_language", {})
+    split = manifest.by_language
     out = []
     for source, chain in chains.items():
         counted: dict[str, dict[str, int]] = {}
@@ -363,7 +364,7 @@ def render_report(
     runs: Sequence[str] = (),
 ) -> str:
     manifest, chains = mixture_chains(output)
-    train_tokens = train_tokens or manifest.get("train_tokens")
+    train_tokens = train_tokens or manifest.train_tokens
     body = {
         "mixture": _mixture(manifest, train_tokens),
         "funnel": _funnel(chains, browse_url),
@@ -396,10 +397,10 @@ def render_report(
         f" (run <code>datapipe browse {html.escape(output)}</code>).</p></nav>"
     )
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>datapipe report: {html.escape(manifest['name'])}"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>datapipe report: {html.escape(manifest.name)}"
         f"</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>"
-        f"<h1>datapipe report: {html.escape(manifest['name'])}</h1>"
-        f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(manifest['components'])} components</p>"
+        f"<h1>datapipe report: {html.escape(manifest.name)}</h1>"
+        f"<p>{html.escape(output)} &middot; datapipe {__version__} &middot; {len(manifest.components)} components</p>"
         + toc
         + "".join(parts)
         + "</body></html>"

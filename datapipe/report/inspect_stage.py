@@ -16,7 +16,7 @@ from datapipe.io import fs
 from datapipe.runtime.decisions import SUFFIX, read_removed
 from datapipe.runtime.stage import STAGE_JSON
 from datapipe.store.cache import LEDGER, TokenCache
-from datapipe.store.manifest import MANIFEST, open_component, read_manifest
+from datapipe.store.manifest import MANIFEST, load_manifest, open_component
 
 
 def _shorten(text: str, n: int) -> str:
@@ -102,12 +102,12 @@ def inspect_json(path: str, rows: int) -> dict[str, Any]:
             "first_rows": [cache.row(i).tolist() for i in range(min(rows, cache.num_rows))],
         }
     if path.endswith(".json") or fs.exists(fs.join(path, MANIFEST)):
-        doc = read_manifest(path)
-        comps = []
-        for c in doc["components"]:
-            cache = open_component(path, doc, c["name"])
-            comps.append({**c, "verified_rows": cache.num_rows})
-        return {"mixture": doc["name"], "seed": doc["seed"], "seq_len": doc["seq_len"], "components": comps}
+        m = load_manifest(path)
+        comps = [
+            {**row, "verified_rows": open_component(m, c.name).num_rows}
+            for c, row in zip(m.components, m.listing(), strict=True)
+        ]
+        return {"mixture": m.name, "seed": m.seed, "seq_len": m.seq_len, "components": comps}
     raise DatapipeError(
         f"{path}: neither a stage folder, a token cache ({LEDGER}) nor a mixture output ({MANIFEST})"
     )

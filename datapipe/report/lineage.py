@@ -67,7 +67,7 @@ def experiment_record(output: str, runner: str, data_root: str, mixture_file: st
         "datapipe_version": __version__,
         "git_commit": git_commit(),
         "runner": runner,
-        "mixture": manifest["name"],
+        "mixture": manifest.name,
         "mixture_file": mixture_file,
         "data_root": data_root,
         "manifest_sha256": hashlib.sha256(fs.read_bytes(manifest_url_of(output))).hexdigest(),

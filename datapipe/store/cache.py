@@ -13,6 +13,7 @@ whose tokenizer differs from the one the caller expects.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,41 +30,80 @@ LEDGER = "shard_ledger.json"
 FORMAT_VERSION = 1
 
 
+@dataclass(frozen=True)
+class Ledger:
+    """``shard_ledger.json``, typed: Levanter's fields (``total_num_rows``, ``shard_rows``, ``is_finished``,
+    ``finished_shards``, ``field_counts``, the tokenizer under ``metadata``) and datapipe's (``datapipe``: format
+    version, tokens per shard, the tokenizer identity). Written by :func:`write_ledger` and read by
+    :meth:`TokenCache.open` only; ``datapipe verify`` looks at the file's own numbers to catch a damaged one."""
+
+    shard_rows: Mapping[str, int]
+    shard_tokens: Mapping[str, int]
+    tokenizer: TokenizerIdentity
+    finished_shards: tuple[str, ...]  # in shard order (the JSON's objects are written with their keys sorted)
+    is_finished: bool = True
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def total_num_rows(self) -> int:
+        return sum(self.shard_rows.values())
+
+    @property
+    def total_num_tokens(self) -> int:
+        return sum(self.shard_tokens.values())
+
+    def to_dict(self) -> dict[str, object]:
+        identity = self.tokenizer.to_dict()
+        return {
+            "total_num_rows": self.total_num_rows,
+            "shard_rows": dict(self.shard_rows),
+            "is_finished": self.is_finished,
+            "finished_shards": list(self.finished_shards),
+            "field_counts": {FIELD: self.total_num_tokens},
+            "metadata": {"preprocessor_metadata": {"tokenizer": identity}},
+            "datapipe": {
+                "format_version": self.format_version,
+                "total_num_tokens": self.total_num_tokens,
+                "shard_tokens": dict(self.shard_tokens),
+                "tokenizer": identity,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> Ledger:
+        """A ledger from its JSON, already checked against ``schemas/ledger.schema.json``."""
+        ours = doc["datapipe"]
+        return cls(
+            shard_rows=dict(doc["shard_rows"]),
+            shard_tokens=dict(ours["shard_tokens"]),
+            tokenizer=TokenizerIdentity.from_dict(ours["tokenizer"]),
+            finished_shards=tuple(doc["finished_shards"]),
+            is_finished=bool(doc["is_finished"]),
+            format_version=int(ours["format_version"]),
+        )
+
+
 def make_ledger(
     shard_rows: dict[str, int], shard_tokens: dict[str, int], tokenizer: TokenizerIdentity
-) -> dict[str, Any]:
-    rows = sum(shard_rows.values())
-    tokens = sum(shard_tokens.values())
-    return {
-        "total_num_rows": rows,
-        "shard_rows": shard_rows,
-        "is_finished": True,
-        "finished_shards": list(shard_rows),
-        "field_counts": {FIELD: tokens},
-        "metadata": {"preprocessor_metadata": {"tokenizer": tokenizer.to_dict()}},
-        "datapipe": {
-            "format_version": FORMAT_VERSION,
-            "total_num_tokens": tokens,
-            "shard_tokens": shard_tokens,
-            "tokenizer": tokenizer.to_dict(),
-        },
-    }
+) -> Ledger:
+    return Ledger(shard_rows, shard_tokens, tokenizer, tuple(shard_rows))
 
 
-def write_ledger(cache_dir: str, ledger: dict[str, Any]) -> None:
-    validate(ledger, "ledger", file=fs.join(cache_dir, LEDGER))
-    fs.write_text_atomic(fs.join(cache_dir, LEDGER), json.dumps(ledger, indent=2, sort_keys=True) + "\n")
+def write_ledger(cache_dir: str, ledger: Ledger) -> None:
+    doc = ledger.to_dict()
+    validate(doc, "ledger", file=fs.join(cache_dir, LEDGER))
+    fs.write_text_atomic(fs.join(cache_dir, LEDGER), json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 @dataclass
 class TokenCache:
     path: str
-    ledger: dict[str, Any]
+    ledger: Ledger
     input_ids: JaggedReader
 
     @property
     def tokenizer(self) -> TokenizerIdentity:
-        return TokenizerIdentity.from_dict(self.ledger["datapipe"]["tokenizer"])
+        return self.ledger.tokenizer
 
     @property
     def num_rows(self) -> int:
@@ -81,14 +121,15 @@ class TokenCache:
         ledger_url = fs.join(path, LEDGER)
         if not fs.exists(ledger_url):
             raise DatapipeError(f"{path}: not a finished token cache (no {LEDGER})")
-        ledger = json.loads(fs.read_text(ledger_url))
-        validate(ledger, "ledger", file=ledger_url)
-        if not ledger["is_finished"]:
+        doc = json.loads(fs.read_text(ledger_url))
+        validate(doc, "ledger", file=ledger_url)
+        ledger = Ledger.from_dict(doc)
+        if not ledger.is_finished:
             raise DatapipeError(f"{ledger_url}: cache is not finished")
         reader = JaggedReader(fs.join(path, FIELD))
-        if reader.num_rows != ledger["total_num_rows"]:
+        if reader.num_rows != doc["total_num_rows"]:
             raise DatapipeError(
-                f"{path}: offsets say {reader.num_rows} rows but the ledger says {ledger['total_num_rows']}"
+                f"{path}: offsets say {reader.num_rows} rows but the ledger says {doc['total_num_rows']}"
             )
         cache = cls(path, ledger, reader)
         if expect_tokenizer is not None and cache.tokenizer.sha256 != expect_tokenizer.sha256:

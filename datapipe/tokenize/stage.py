@@ -166,7 +166,7 @@ class TokenizeStage(StageBase):
                 {s.name: st.tokens for s, st in zip(shards, stats, strict=True)},
                 self.tokenizer.identity,
             )
-            assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
+            assert ledger.total_num_rows == rows and ledger.total_num_tokens == tokens
             write_ledger(self.out_dir, ledger)
             return {"cache": {"rows": rows, "tokens": tokens, "tokenizer": identity}}
         per_shard = {
@@ -185,7 +185,7 @@ class TokenizeStage(StageBase):
                 {s.name: per_shard[s.name][key][1] for s in held},
                 self.tokenizer.identity,
             )
-            assert ledger["total_num_rows"] == rows and ledger["datapipe"]["total_num_tokens"] == tokens
+            assert ledger.total_num_rows == rows and ledger.total_num_tokens == tokens
             write_ledger(folder, ledger)
             caches[key] = {"rows": rows, "tokens": tokens}
             if self.by_language:

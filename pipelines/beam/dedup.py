@@ -353,15 +353,14 @@ class VerifiedEdges(beam.PTransform):
         self.stage, self.fig = stage, fig
 
     def expand(self, bands):
-        mh = self.stage.config.minhash
-        assert mh is not None
+        shape = self.stage.shape
         fig = self.fig
         pairs = (
             fig.group(bands | "GroupBands" >> beam.GroupByKey(), "Bands", "bands", held="bucket")
-            | "Pairs" >> beam.ParDo(BucketPairs(mh.max_bucket_pairs))
+            | "Pairs" >> beam.ParDo(BucketPairs(shape.max_bucket_pairs))
             | "DistinctPairs" >> beam.Distinct()
         )
-        if mh.verify:
+        if shape.verify:
             grouped = (
                 pairs
                 | "ByDocAndShard" >> beam.Map(lambda ab: ((ab[0][0], ab[0][1], ab[1][0]), ab))
@@ -369,14 +368,14 @@ class VerifiedEdges(beam.PTransform):
             )
             verified = fig.group(
                 grouped, "Pairs", "pairs", held="pairs", size=_count
-            ) | "Verify" >> beam.ParDo(VerifyPairs(self.stage.out_dir, mh.threshold)).with_outputs(
+            ) | "Verify" >> beam.ParDo(VerifyPairs(self.stage.out_dir, shape.threshold)).with_outputs(
                 "figures", main="edges"
             )
             fig.add(verified.figures)
             edges = verified.edges
         else:
             edges = pairs | "Unverified" >> beam.Map(lambda ab: (ab[0], ab[1], None))
-        if mh.keep_edges:
+        if shape.keep_edges:
             blocks = edges | "EdgesByBlock" >> beam.Map(lambda e: (edge_block(e[0], e[1]), e))
             fig.add(
                 fig.group(
@@ -406,10 +405,11 @@ class DedupGlobal(beam.PTransform):
         )
         fig.add(signed.figures)
         removal_sets = []
-        if stage.config.exact:
+        shape = stage.shape
+        if shape.exact:
             texts = fig.group(signed.exact | "GroupText" >> beam.GroupByKey(), "Texts", "exact")
             removal_sets.append(texts | "ExactRemovals" >> beam.FlatMap(lambda kv: exact_removals(kv[1])))
-        if stage.config.minhash is not None:
+        if shape.minhash:
             edges = signed.band | "Edges" >> VerifiedEdges(stage, fig)
             roots = edges | "Components" >> Components(self.cc_rounds, fig)
             removal_sets.append(roots | "MinhashRemovals" >> beam.MapTuple(minhash_removal))
@@ -417,7 +417,7 @@ class DedupGlobal(beam.PTransform):
             removal_sets = [shards.pipeline | "NoRemovals" >> beam.Create([])]
         removals = removal_sets | "AllRemovals" >> beam.Flatten()
         fig.add(removals | "Removals" >> WriteRemovalLists(stage.out_dir, True, fig))
-        rounds = self.cc_rounds if stage.config.minhash is not None else None
+        rounds = self.cc_rounds if shape.minhash else None
         return fig.report() | "Commit" >> beam.ParDo(WriteReport(stage, rounds))
 
 
