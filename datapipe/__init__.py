@@ -23,7 +23,6 @@ modules themselves import, not what this list re-exports.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -159,7 +158,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     where = _EXPORTS.get(name)
     if where is None:
         raise AttributeError(f"module 'datapipe' has no attribute {name!r}")

@@ -33,7 +33,7 @@ CACHE_ROWS = 10  # cache rows per page
 
 
 def _funnels(chains: dict[str, list[StageView]]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[dict[str, object]]] = {}
     for source, chain in chains.items():
         out[source] = [
             {
@@ -56,7 +56,7 @@ def _names(row: dict[str, Any]) -> list[str]:
 
 def _cluster(
     q: Queries, source: str, rows: list[dict[str, Any]], against: bool = False
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The duplicate cluster a document is in, from the dedup stage's rows: as a removed copy (its ``related``
     names the kept copy: another document, even when a copy kept its original's id) or as the kept copy others
     were removed for. A kept copy this build does not hold (an earlier build's, ``dedup.against``) is named, not
@@ -147,7 +147,7 @@ def _error_line(message: str) -> str:
 
 def create_app(
     output: str, index_dir: str, run_dirs: Sequence[str] = (), say: Callable[[str], None] = print
-) -> Any:
+) -> object:
     """The app over a finished build (its index written first, when missing)."""
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse
@@ -176,7 +176,7 @@ def create_app(
     # per source read from a Common Crawl dump: files planned, fetched, retried, resumed, missing (named)
     crawled = {line.split(":", 1)[0].removeprefix("crawl "): line for line in crawl_lines(chains)}
 
-    def home(request: Any) -> Any:
+    def home(request: object) -> object:
         return page(request, "home.html", funnels=funnels, crawled=crawled)
 
     sources = sorted(chains)
@@ -283,7 +283,7 @@ def create_app(
             )
         return page(request, "cache.html", **ctx)
 
-    def runs(request: Any) -> Any:
+    def runs(request: object) -> object:
         found = [loss_curve(path) for path in find_runs(output, run_dirs)]
         return page(request, "runs.html", runs=found)
 
@@ -300,7 +300,7 @@ def create_app(
     return app
 
 
-def listen(host: str, port: int) -> Any:
+def listen(host: str, port: int) -> object:
     """A socket listening on ``host:port`` (0: any free port), before any index is built: a port another program
     holds is one line naming it, not a traceback after minutes of indexing."""
     import socket

@@ -139,7 +139,7 @@ def _kept_removed(stage_url: str, shard: int) -> dict[str, dict[str, Any]]:
     return {str(d.get("ref", d.get("id", ""))): d for u in sorted(urls) for d in read_records(u)}
 
 
-def _quality(meta: dict[str, Any], select: str | None) -> float | None:
+def _quality(meta: dict[str, object], select: str | None) -> float | None:
     """The quality column: the selected classifier's score (an ensemble's combined bucket), else the first's."""
     if select == ENSEMBLE:
         buckets = meta.get("quality_buckets")
@@ -152,7 +152,7 @@ def _quality(meta: dict[str, Any], select: str | None) -> float | None:
     return float(value if value is not None else next(iter(scores.values())))
 
 
-def _quality_evidence(meta: dict[str, Any]) -> str | None:
+def _quality_evidence(meta: dict[str, object]) -> str | None:
     """A kept document's ensemble evidence: each classifier's score and bucket, and the combined bucket."""
     scores, buckets = meta.get("quality"), meta.get("quality_buckets")
     if not isinstance(scores, dict) or not isinstance(buckets, dict):
@@ -193,7 +193,7 @@ def _removed_quality(row: dict[str, Any], select: str | None) -> float | None:
     return float(row["value"]) if select is None or measure == f"quality/{select}" else None
 
 
-def _removed_page_type(row: dict[str, Any]) -> str | None:
+def _removed_page_type(row: dict[str, object]) -> str | None:
     """The type of a page the extract stage removed for it: its evidence reads ``page_type=product (...)``."""
     if row.get("measure") != "page_type":
         return None
@@ -203,7 +203,7 @@ def _removed_page_type(row: dict[str, Any]) -> str | None:
 
 def shard_rows(
     rec: StageView, step: int, shard: int, previous: StageView | None, select: str | None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[dict[str, object]]:
     """The index rows of one shard of one stage, in input order: kept documents interleaved with removed ones at
     their input positions (a kept document's position is the next one no removed row holds)."""
     kept = _kept(rec.url, shard)
@@ -212,9 +212,9 @@ def shard_rows(
     base = {"source": rec.source, "step": step, "stage": rec.stage, "shard": shard}
     taken = {r["index"] for r in removed}
     positions = (i for i in itertools.count() if i not in taken)
-    rows: list[tuple[int, dict[str, Any]]] = []
+    rows: list[tuple[int, dict[str, object]]] = []
     for doc, pos in zip(kept, positions, strict=False):
-        meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
+        meta: dict[str, object] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
         text = str(doc.get("text") or "")
         rows.append(
             (
@@ -276,10 +276,10 @@ class _RowWriter:
 
         self.path = path
         self.writer = pq.ParquetWriter(path, schema(), compression="zstd")
-        self.batch: list[dict[str, Any]] = []
+        self.batch: list[dict[str, object]] = []
         self.rows = 0
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, object]) -> None:
         self.batch.append(row)
         if len(self.batch) >= ROW_GROUP:
             self.flush()

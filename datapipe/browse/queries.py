@@ -128,9 +128,9 @@ def _from(files: list[str]) -> str:
     return f"read_parquet([{', '.join(_literal(p) for p in files)}])"
 
 
-def _where(f: Filters) -> tuple[str, list[Any]]:
+def _where(f: Filters) -> tuple[str, list[object]]:
     clauses: list[str] = []
-    args: list[Any] = []
+    args: list[object] = []
     for column, value in (
         ("outcome", f.outcome),
         ("reason", f.reason),
@@ -174,7 +174,7 @@ class Queries:
     def _cursor(self) -> Any:
         return self.con.cursor()
 
-    def documents(self, f: Filters, page: int = 0, size: int = PAGE) -> tuple[list[dict[str, Any]], bool]:
+    def documents(self, f: Filters, page: int = 0, size: int = PAGE) -> tuple[list[dict[str, object]], bool]:
         """One page of the view, and whether there is another."""
         files = _files(self.stages, f.source, f.step)
         if not files:
@@ -210,7 +210,7 @@ class Queries:
         sql = f"SELECT DISTINCT {column} FROM {_from(files)} WHERE {column} IS NOT NULL ORDER BY 1"
         return [r[0] for r in self._cursor().execute(sql).fetchall()]
 
-    def document(self, source: str, ref: str) -> list[dict[str, Any]]:
+    def document(self, source: str, ref: str) -> list[dict[str, object]]:
         """The document at every stage it entered, first stage first (with its full text)."""
         files = _files(self.stages, source, None)
         if not files:
@@ -226,7 +226,7 @@ class Queries:
         if not files:
             return []
         place = positional(related)
-        args: list[Any]
+        args: list[object]
         if place is not None:
             where, args = "shard = ? AND index = ?", [place[0], place[1]]
         else:
@@ -237,7 +237,7 @@ class Queries:
         )
         return _rows(self._cursor().execute(sql, [*args, exclude_ref, related]))
 
-    def removed_for(self, source: str, step: int, names: Sequence[str]) -> list[dict[str, Any]]:
+    def removed_for(self, source: str, step: int, names: Sequence[str]) -> list[dict[str, object]]:
         """The copies a stage removed in favour of one kept copy (its duplicate cluster, less the kept copy): those
         whose ``related`` is one of ``names`` (the kept copy's id, its ref, its place), in input order."""
         files = _files(self.stages, source, step)

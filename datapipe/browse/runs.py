@@ -4,7 +4,6 @@ a curve is a few hundred numbers, so the page draws it without a plotting librar
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from datapipe.train.metrics import read_evals, read_metrics
 
@@ -17,7 +16,7 @@ def _points(xy: list[tuple[float, float]], x0: float, x1: float, y0: float, y1: 
     return " ".join(f"{LEFT + (x - x0) * sx:.1f},{TOP + HEIGHT - (y - y0) * sy:.1f}" for x, y in xy)
 
 
-def loss_curve(path: str) -> dict[str, Any]:
+def loss_curve(path: str) -> dict[str, object]:
     """A run's name, steps, last record, latest held-out evaluation (``datapipe eval``), and its loss (and mean
     validation loss) as points in the page's SVG box."""
     records = [r for r in read_metrics(os.path.join(path, "metrics.jsonl")) if "loss" in r]

@@ -75,7 +75,7 @@ class SourceConfig:
         """What the extract stage's output depends on (part of its version hash)."""
         from datapipe.io.readers import input_format  # the readers (pyarrow) load only when a build plans
 
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             **({"commoncrawl": self.commoncrawl.to_dict()} if self.commoncrawl is not None else {}),
             "format": self.format,
             "text_field": self.text_field,
@@ -208,7 +208,7 @@ def _filters(doc: dict | None, yaml_dir: str) -> FilterConfig | None:
 def _dedup(doc: dict | None) -> dict[str, Any]:
     if doc is None:
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     mh = doc.get("minhash")
     minhash = None
     if mh is not None:

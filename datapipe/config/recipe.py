@@ -46,7 +46,7 @@ class Recipe:
     unit: str = "document"
     min_chars: int = 200
     lowercase: bool = False
-    hyperparameters: tuple[tuple[str, Any], ...] = ()
+    hyperparameters: tuple[tuple[str, object], ...] = ()
     validation: float = 0.1
     quantize: bool = False
     # what to train: () is fastText; (("kind", "embedding"), ("embeddings", SOURCE), ("l2", X)) a linear head on
@@ -57,7 +57,7 @@ class Recipe:
     def kind(self) -> str:
         return str(dict(self.scorer).get("kind", "fasttext"))
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         """What the model depends on (hashed with the input files' names and sizes). Paths are taken relative to the
         data root, so the same recipe over the same data hashes the same wherever it is checked out."""
         d = asdict(self)

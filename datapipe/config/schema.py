@@ -9,7 +9,7 @@ writes a cache's ledger validates it; the tokenize stage's warm-up loads the lib
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import schemas
 from datapipe.errors import ConfigError
@@ -35,7 +35,7 @@ def _field_path(path) -> str:
     return out
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     kind = _JSON_TYPES.get(type(value), type(value).__name__)
     if value is None:
         return "null"
@@ -82,7 +82,7 @@ def _message(err: ValidationError) -> tuple[str, str]:
     return path, err.message
 
 
-def _position(instance: Any, path) -> list[int]:
+def _position(instance: object, path) -> list[int]:
     """Where a field path is in the document: the index of each key in its mapping (YAML keeps the file's order),
     so problems are listed as they appear in the file; a key that is not there (a missing one) comes last."""
     out = []
@@ -137,7 +137,7 @@ def load_validator() -> None:
     import referencing  # noqa: F401
 
 
-def validate(instance: Any, schema_name: str, *, file: str) -> None:
+def validate(instance: object, schema_name: str, *, file: str) -> None:
     """Raise :class:`ConfigError` listing every problem of ``instance`` against a schema, in document order, one
     per line, each with its field."""
     import jsonschema

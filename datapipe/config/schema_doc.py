@@ -31,7 +31,7 @@ def _type(node: dict[str, Any]) -> str:
     return kind
 
 
-def _limits(node: dict[str, Any]) -> str:
+def _limits(node: dict[str, object]) -> str:
     parts = []
     for key, text in (
         ("minimum", ">= {}"),

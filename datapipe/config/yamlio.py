@@ -7,7 +7,6 @@ validation with a confusing type error. This loader also resolves such exponent 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import yaml
 
@@ -27,6 +26,6 @@ _FLOAT = re.compile(
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 
 
-def load_yaml(text: str) -> Any:
+def load_yaml(text: str) -> object:
     """Parse YAML text safely (plain data only)."""
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader

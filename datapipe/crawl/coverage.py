@@ -42,12 +42,12 @@ def count(counters: Counter, got: Fetched | None, *, fetched: bool) -> None:
 
 
 def coverage(
-    crawl: Mapping[str, Any],
+    crawl: Mapping[str, object],
     counters: Mapping[str, int],
     missing: list[dict[str, str]],
     allow_missing: int,
     records: int,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``stage.json``'s ``crawl``: the dump, kind and sample (``crawl``), files planned, fetched, retried,
     throttled, resumed and missing (each missing file named, with why), records and bytes read."""
     c = {k.removeprefix(PREFIX): int(v) for k, v in counters.items() if k.startswith(PREFIX)}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -100,7 +99,7 @@ class EvalIndex:
     members: np.ndarray | None
     bloom: Bloom | None
     classes: tuple[int, ...]  # Bloom mode: the size classes present
-    stats: dict[str, Any]
+    stats: dict[str, object]
     sieve: np.ndarray | None = None  # exact mode: one bit per top bits of a key, to skip most lookups cheaply
     sieve_shift: int = 64
 
@@ -138,7 +137,7 @@ class EvalIndex:
         owner = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
         item_ngrams = np.array(counts, dtype=np.int64)
         distinct = int(len(np.unique(hashes)))
-        stats: dict[str, Any] = {
+        stats: dict[str, object] = {
             "items": len(ids),
             "items_too_short": too_short,
             "short_items": int(sum(1 for c in counts if c == 1)),

@@ -53,7 +53,7 @@ class DeconStage(DocumentStage):
     _hits: Counter = field(default_factory=Counter, repr=False)
     _last: Match = field(default_factory=lambda: Match(False), repr=False)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_index": None, "_hits": Counter(), "_last": Match(False)}
 
     def setup(self) -> None:
@@ -133,9 +133,9 @@ class DeconStage(DocumentStage):
         fs.write_text_atomic(self.hits_url(shard), json.dumps(doc, sort_keys=True) + "\n")
         return stats
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         hits: Counter = Counter()
-        index: dict[str, Any] = {}
+        index: dict[str, object] = {}
         for shard in shards:
             doc = json.loads(fs.read_text(self.hits_url(shard)))
             hits.update(doc["items_hit"])

@@ -26,7 +26,7 @@ from typing import Any
 
 Ref = tuple[int, int]
 LineRef = tuple[int, int, int]
-Removal = tuple[int, tuple[Any, ...]]  # (input shard, the decision its removal list holds)
+Removal = tuple[int, tuple[object, ...]]  # (input shard, the decision its removal list holds)
 
 EDGE_BLOCK = 64  # kept edges are written per (shard, block of 64 documents) of their smaller end
 LARGEST = 10  # components the report lists
@@ -65,7 +65,7 @@ def minhash_removal(node: Ref, root: Ref) -> Removal:
     return node[0], (node[1], MINHASH, root)
 
 
-def first_reason(decisions: Iterable[tuple[str, Any]]) -> tuple[str, Any]:
+def first_reason(decisions: Iterable[tuple[str, object]]) -> tuple[str, object]:
     """Of several ``(reason, survivor)`` decisions for one document, the one whose reason comes first."""
     return min(
         decisions, key=lambda d: (REASON_ORDER.index(d[0]) if d[0] in REASON_ORDER else len(REASON_ORDER), d)
@@ -79,7 +79,7 @@ def merge_decisions(items: Iterable[tuple[int, str, Any]]) -> list[tuple[int, st
     Exact copies share their shingles, so a document that both methods removed is in one MinHash component with
     its exact group's lowest copy; when that copy is not the component's root, MinHash removed it too, and the
     document's recorded kept copy must be the root, which survives (issue 39: a kept copy is always kept)."""
-    by_doc: dict[int, list[tuple[str, Any]]] = {}
+    by_doc: dict[int, list[tuple[str, object]]] = {}
     for doc, reason, survivor in items:
         by_doc.setdefault(doc, []).append((reason, tuple(survivor)))
     out = []
@@ -159,7 +159,7 @@ class ComponentTally:
 
 def component_report(
     histogram: dict[str, int], largest: list, held_max: int, shuffle: dict
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``global.json``'s common part: component-size histogram (powers of two), the largest components' members,
     the largest collection a worker held and the shuffle figures."""
     return {

@@ -99,7 +99,7 @@ class Spill:
     earlier: tuple[tuple[str, int], ...] = ()  # dedup.against: (stage folder, shard) of each earlier shard
 
     @classmethod
-    def of(cls, scratch: str, shards: tuple[Shard, ...] | list[Shard], stage: Any = None) -> Spill:
+    def of(cls, scratch: str, shards: tuple[Shard, ...] | list[Shard], stage: object = None) -> Spill:
         """The spill of ``stage``'s phase over ``shards`` (with the earlier builds its ``dedup.against`` names)."""
         against = getattr(getattr(stage, "config", None), "against", ())
         earlier = earlier_shards(against) if against else ()
@@ -107,7 +107,7 @@ class Spill:
             scratch, partition_count(len(shards) + len(earlier)), tuple(s.index for s in shards), earlier
         )
 
-    def items(self, shards: tuple[Shard, ...] | list[Shard]) -> dict[str, list[Any]]:
+    def items(self, shards: tuple[Shard, ...] | list[Shard]) -> dict[str, list[object]]:
         """What each row of a task table runs over, by the name the row gives (``datapipe.orchestrate.registry``): the
         stage's shards, the partition numbers, the earlier builds' shards, or once."""
         return {
@@ -224,7 +224,7 @@ def buckets(stage: DedupStage, spill: Spill, p: int) -> None:
     """Partition ``p`` of every shard's keys: exact groups -> removals; LSH buckets -> candidate pairs."""
     keys = gather(_inputs(spill, "keys"), KEY, p)
     keys = keys[np.lexsort((keys["doc"], keys["shard"], keys["lo"], keys["hi"]))]
-    found: list[tuple[int, tuple[Any, ...]]] = []
+    found: list[tuple[int, tuple[object, ...]]] = []
     for start, end in zip(*_groups([keys["hi"], keys["lo"]]), strict=True):
         refs = list(zip(keys["shard"][start:end].tolist(), keys["doc"][start:end].tolist(), strict=True))
         found.extend(r for r in components.exact_removals(refs) if r[0] >= 0)  # earlier builds' are not ours
@@ -446,7 +446,7 @@ def line_buckets(stage: ParagraphStage, spill: Spill, p: int) -> None:
     """Partition ``p`` of every shard's line hashes: each repeated line's occurrences but the first, removed."""
     lines = gather(spill.urls("lines", spill.shards), LINE, p)
     lines = lines[np.lexsort((lines["line"], lines["doc"], lines["shard"], lines["lo"], lines["hi"]))]
-    found: list[tuple[int, tuple[Any, ...]]] = []
+    found: list[tuple[int, tuple[object, ...]]] = []
     for start, end in zip(*_groups([lines["hi"], lines["lo"]]), strict=True):
         refs = list(
             zip(

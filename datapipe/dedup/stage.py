@@ -213,7 +213,7 @@ class DedupStage(TwoPhaseStage):
                 self._store.close()
                 self._store = None
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         report = self.read_global_report()
         comps = report.get("largest_components", [])
         names = self._ids({tuple(m) for comp in comps for m in comp["members"]}, shards)
@@ -266,5 +266,5 @@ class ParagraphStage(TwoPhaseStage):
                 )
         return None
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         return {**super().finalize(shards, stats), "dedup": self.read_global_report()}

@@ -236,7 +236,7 @@ class Models:
     page_types: Learned
 
 
-def load_models(folder: Any) -> Models:
+def load_models(folder: object) -> Models:
     """The two models in ``folder``, checked to read the features this datapipe computes, with its word lists."""
     from datapipe.extract.pagetype import BLOCK_MODEL_FEATURES, vocabulary
     from datapipe.extract.pagetype import FEATURES as PAGE_FEATURES

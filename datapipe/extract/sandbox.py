@@ -80,7 +80,7 @@ class _Progress:
         return int(self._cells[0]), float(self._cells[1])
 
 
-def _child(conn, fn: Callable[[Any], Any], warmup: Any, progress_fd: int) -> None:
+def _child(conn, fn: Callable[[object], object], warmup: object, progress_fd: int) -> None:
     # the parent decides when this process ends (it closes the pipe); an interrupt meant for the build is not ours
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     progress = _Progress(progress_fd)
@@ -96,12 +96,12 @@ def _child(conn, fn: Callable[[Any], Any], warmup: Any, progress_fd: int) -> Non
             return
         if batch is None:
             return
-        outs: list[Any] = []
+        outs: list[object] = []
         for item in batch:
             started += 1
             progress.start(started)
             try:
-                out: Any = fn(item)
+                out: object = fn(item)
             except Exception as e:  # the document fails, the worker goes on
                 out = Failed.raised(e)
             outs.append(out)
@@ -111,7 +111,7 @@ def _child(conn, fn: Callable[[Any], Any], warmup: Any, progress_fd: int) -> Non
             conn.send([_picklable(out) for out in outs])
 
 
-def _picklable(out: Any) -> Any:
+def _picklable(out: object) -> object:
     """``out``, or the document's failure when its result cannot cross to the parent."""
     try:
         pickle.dumps(out)
@@ -184,7 +184,7 @@ class Sandbox:
         self.restarts += 1
 
     def run(self, items: list[Any]) -> list[Any]:
-        results: list[Any] = [None] * len(items)
+        results: list[object] = [None] * len(items)
         todo = list(range(len(items)))  # the items without a result, in order
         while todo:
             fresh = self._proc is None
@@ -212,7 +212,7 @@ class Sandbox:
                 results[todo.pop(failed_at)] = why
         return results
 
-    def _wait(self, n: int, before: int) -> tuple[list[Any] | None, int, Failed | None]:
+    def _wait(self, n: int, before: int) -> tuple[list[object] | None, int, Failed | None]:
         """The batch's results, or (None, the index of the item that ran out of time or died with the child, why)."""
         assert self._conn is not None and self._progress is not None
         sent = time.monotonic()

@@ -17,7 +17,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from datapipe.config.mixture import SourceConfig
 from datapipe.crawl import coverage
@@ -87,7 +86,7 @@ class ExtractStage(StageBase):
     _failed: Mapping[int, str] = field(default_factory=dict, repr=False)
     _warm: bool = field(default=False, repr=False)  # the extractor has run once in this process (see setup)
 
-    def __getstate__(self) -> dict[str, Any]:  # worker resources are rebuilt in setup(), never pickled
+    def __getstate__(self) -> dict[str, object]:  # worker resources are rebuilt in setup(), never pickled
         return {
             **self.__dict__,
             "_sandbox": None,
@@ -299,8 +298,8 @@ class ExtractStage(StageBase):
             os.remove(reading.url)  # read and committed: the build holds its documents now
         return stats
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
-        out: dict[str, Any] = {"parts": [s.records for s in shards]}
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
+        out: dict[str, object] = {"parts": [s.records for s in shards]}
         cc = self.source_config.commoncrawl
         if cc is not None:
             missing = [

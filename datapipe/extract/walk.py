@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from types import ModuleType
-from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -158,7 +157,7 @@ class WalkRules:
     kinds: tuple[str | None, ...]
     roles: frozenset[str]
     # the class and id words (names.py) and the groups (signals.py) as the walk reads them: a treewalk.Vocabulary
-    vocabulary: Any
+    vocabulary: object
     make_block: Callable[[str, str, int], Block | None]
     block: type[Block]
     container: type[Container]
@@ -228,7 +227,7 @@ def compiled() -> tuple[ModuleType, WalkRules]:
     return treewalk, rules
 
 
-def vocabulary(walk: ModuleType, tag_masks: tuple[int, ...]) -> Any:
+def vocabulary(walk: ModuleType, tag_masks: tuple[int, ...]) -> object:
     """The walk's table of class and id words and of groups (``treewalk.Vocabulary``): what
     :func:`datapipe.extract.names.classify_name` (and ``classify_discussion``) and
     :func:`datapipe.extract.signals.mask_of` read, judged in C on the names' UTF-8, and the groups of each tag

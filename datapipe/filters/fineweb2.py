@@ -32,7 +32,7 @@ CHAR_DUPLICATES_RATIO = 0.1
 MIN_STOP_WORDS = 2
 
 
-def fineweb2_rules(cfg: LanguageConfig) -> tuple[Any, ...]:
+def fineweb2_rules(cfg: LanguageConfig) -> tuple[object, ...]:
     """The three rules of one language, configured as FineWeb-2 configures datatrove's steps."""
     return (
         GopherRepetition(

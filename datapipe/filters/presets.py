@@ -36,7 +36,7 @@ from datapipe.languages import LanguageError, language_config
 
 REFERENCE_LANGUAGE = "deu_Latn"  # a language preset's settings are checked on this one's rules at plan time
 
-PRESETS: dict[str, tuple[Any, ...]] = {
+PRESETS: dict[str, tuple[object, ...]] = {
     "refinedweb": (GopherQuality(max_non_alpha_words_ratio=None), GopherRepetition(), LineModifiers()),
     "gopher": (GopherQuality(), GopherRepetition()),
     "c4": (C4Quality(),),
@@ -87,7 +87,7 @@ class FilterChain:
 
 def build_chain(
     preset: str,
-    overrides: dict[str, Any] | None = None,
+    overrides: dict[str, object] | None = None,
     *,
     url_blocklist: str | None = None,
     bad_words: str | None = None,

@@ -36,7 +36,7 @@ class FilterStage(DocumentStage):
     _by_language: dict[str, tuple[FilterChain, Splitter] | Removal] = field(default_factory=dict, repr=False)
     _finish: Finishing | None = field(default=None, repr=False)  # FineWeb-2's finishing touches, when asked
 
-    def __getstate__(self) -> dict[str, Any]:  # rebuilt per worker: splitters hold tokenizer models
+    def __getstate__(self) -> dict[str, object]:  # rebuilt per worker: splitters hold tokenizer models
         return {**self.__dict__, "_chain": None, "_by_language": {}, "_finish": None}
 
     @property

@@ -27,7 +27,7 @@ class _Slow(Exception):
     """A column the buffers below do not build exactly as ``from_pylist`` would."""
 
 
-def _validity(values: Sequence[Any]) -> tuple[Any, int]:
+def _validity(values: Sequence[object]) -> tuple[object, int]:
     import pyarrow as pa
 
     valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=len(values))
@@ -37,7 +37,7 @@ def _validity(values: Sequence[Any]) -> tuple[Any, int]:
     return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
 
 
-def _strings(values: Sequence[Any]) -> Any:
+def _strings(values: Sequence[object]) -> object:
     import pyarrow as pa
 
     encoded = []
@@ -60,7 +60,7 @@ def _strings(values: Sequence[Any]) -> Any:
     return pa.Array.from_buffers(pa.string(), len(values), buffers, null_count=nulls)
 
 
-def _numbers(values: Sequence[Any], arrow_type: Any, bits: int | None) -> Any:
+def _numbers(values: Sequence[object], arrow_type: object, bits: int | None) -> object:
     import pyarrow as pa
 
     if bits is None:  # a double column takes floats only (from_pylist would also convert ints)
@@ -80,7 +80,7 @@ def table_from_rows(rows: Sequence[dict[str, Any]], schema: Any) -> Any:
     """``pyarrow.Table.from_pylist(rows, schema=schema)``, column by column from buffers where it can be."""
     import pyarrow as pa
 
-    builders: dict[Any, Callable[[list[Any]], Any]] = {
+    builders: dict[object, Callable[[list[object]], object]] = {
         pa.string(): _strings,
         pa.int32(): partial(_numbers, arrow_type=pa.int32(), bits=32),
         pa.int64(): partial(_numbers, arrow_type=pa.int64(), bits=64),

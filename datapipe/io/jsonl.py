@@ -224,11 +224,11 @@ def read_records(url: str) -> Iterator[dict[str, Any]]:
         yield orjson.loads(line)
 
 
-def encode_records(records: Iterable[dict[str, Any]]) -> bytes:
+def encode_records(records: Iterable[dict[str, object]]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 
 
-def write_records_atomic(url: str, records: Iterable[dict[str, Any]], *, level: int = 3) -> int:
+def write_records_atomic(url: str, records: Iterable[dict[str, object]], *, level: int = 3) -> int:
     """Write records as zstd JSONL in one atomic write; returns the compressed size.
 
     The zstd frame carries its content size and checksum, so a truncated part fails loudly when read.

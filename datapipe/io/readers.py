@@ -55,7 +55,7 @@ def _parquet_errors() -> tuple[type[BaseException], ...]:
     return (_arrow()[0].ArrowException, OSError, UnicodeDecodeError)
 
 
-def _loads_replacing(line: bytes) -> Any:
+def _loads_replacing(line: bytes) -> object:
     """The record on a line that orjson rejected, if the only fault was bytes that are not UTF-8, else None.
 
     Such bytes (a stray Latin-1 byte, a multi-byte character cut in two) are replaced by U+FFFD, as HTML decoding
@@ -131,7 +131,7 @@ def _jsonl_records(
         if not isinstance(text, str):
             tally.unusable_record("read/text_not_string")
             continue
-        meta: dict[str, Any] = dict(rec["metadata"]) if isinstance(rec.get("metadata"), dict) else {}
+        meta: dict[str, object] = dict(rec["metadata"]) if isinstance(rec.get("metadata"), dict) else {}
         for k, v in rec.items():
             if k not in (text_field, id_field, "metadata", "source") and isinstance(v, _SCALARS):
                 meta.setdefault(k, v)
@@ -139,7 +139,7 @@ def _jsonl_records(
         yield {**shard.names(line_no - 1, own), "text": text, "source": source, "metadata": meta}
 
 
-def _id_value(v: Any) -> str | None:
+def _id_value(v: object) -> str | None:
     """An id as text: bytes as hex, anything else (numbers, dates, decimals) as written; None for none. A Parquet
     id column may be of any type."""
     if v is None or isinstance(v, bool):
@@ -154,7 +154,7 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-def open_parquet(url: str, f: Any, text_field: str) -> pq.ParquetFile:
+def open_parquet(url: str, f: object, text_field: str) -> pq.ParquetFile:
     """Open a Parquet file and check its text column; a file that is not Parquet, or lacks a string column named
     ``text_field``, is an :class:`InputError` naming the file (and the field)."""
     try:

@@ -27,7 +27,7 @@ import itertools
 import logging
 import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO
 
 import zstandard
 from fastwarc.warc import ArchiveIterator, WarcRecordType
@@ -259,7 +259,7 @@ def read_warc(
 # -- the record step: the file's records, read through damage, and the records that are no document -----------
 
 
-def _records(shard: Shard, tally: ReadTally, handle: Callable[[Any], dict | None]) -> Iterator[dict]:
+def _records(shard: Shard, tally: ReadTally, handle: Callable[[object], dict | None]) -> Iterator[dict]:
     """What ``handle`` makes of each record of the file (a document, or None when it counted the record as
     something else), read through damage: after a read error (or a pass that stopped early) it searches on for the
     next record start and counts the stretch it skipped as ``warc/corrupt_region``. A document is yielded once the

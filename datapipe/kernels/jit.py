@@ -7,7 +7,7 @@ that calls a helper of another file carries the helper's code compiled into its 
 or a ``git pull`` into an editable install that does not touch the caller's file) and the caller runs the old
 helper, or crashes where the arguments changed. So every kernel is cached in a folder named for the contents of
 all of datapipe's files that compile anything (``@kernel``, ``@leaf``): ``<package>/__pycache__/numba-<hash>``,
-or numba's own choice when that is not writable. Any change to compiled code, in any file, starts a fresh
+or numba's own choice when that is not writable. object change to compiled code, in any file, starts a fresh
 folder; a change elsewhere keeps it. (A constant a kernel reads from a file that compiles nothing is frozen
 into it too: keep such constants in the kernels' files.) Reading the files takes ~4 ms, once per process; the
 folder is set only while a kernel is being declared, so other libraries' numba caches are left where they are.
@@ -33,7 +33,7 @@ from typing import Any, TypeVar, cast
 
 import numba
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 PACKAGE = Path(__file__).resolve().parents[1]
 MARKS = (b"@kernel", b"@leaf")  # a file holding either compiles something
 

@@ -10,7 +10,7 @@ line filters' and dedup's Unicode tables (0.04 and 0.06 s). Two workers did it a
 What a stored table may be trusted for: the ``key`` its caller gives (the inputs: the patterns, a tokenizer's hash,
 the libraries' versions that decide the result), Python's and numpy's versions, and the contents of every ``.py``
 file of datapipe, which name the folder as numba's cache is named (:func:`datapipe.kernels.jit.sources_digest`,
-read with the files that name numba's folder, in the process that declares the kernels: a worker inherits it). Any
+read with the files that name numba's folder, in the process that declares the kernels: a worker inherits it). object
 change to datapipe's code starts a fresh folder. A file is written whole under another name and renamed; one that
 cannot be read is built again; a folder that cannot be written is not written (only time is lost). The folder is
 ``DATAPIPE_TABLES_DIR`` when set, else ``__pycache__/tables-<hash>`` in the package.
@@ -43,13 +43,13 @@ def tables_dir() -> Path:
     return Path(chosen) if chosen else PACKAGE / "__pycache__" / f"tables-{sources_digest()}"
 
 
-def _file(name: str, key: Any) -> Path:
+def _file(name: str, key: object) -> Path:
     # Python's version decides its Unicode tables (str.isalpha, unicodedata) and the re parser's output
     whole = json.dumps([key, sys.version, unicodedata.unidata_version, np.__version__], sort_keys=True)
     return tables_dir() / f"{name}-{hashlib.sha256(whole.encode()).hexdigest()[:24]}.npz"
 
 
-def stored(name: str, key: Any, build: Callable[[], Arrays]) -> Arrays:
+def stored(name: str, key: object, build: Callable[[], Arrays]) -> Arrays:
     """``build()``'s arrays, read from the disk when they were built before for the same ``name`` and ``key`` (any
     JSON value: everything but datapipe's code that decides the arrays) by the same code, else built and kept."""
     path = _file(name, key)
@@ -82,7 +82,7 @@ def _read(path: Path) -> Arrays | None:
         return None  # TypeError: a lone array (.npy), not a file of them
 
 
-def text_array(value: Any) -> np.ndarray:
+def text_array(value: object) -> np.ndarray:
     """A JSON value as an array (for a table that is strings, not numbers)."""
     return np.frombuffer(json.dumps(value).encode("utf-8"), dtype=np.uint8)
 

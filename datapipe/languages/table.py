@@ -92,7 +92,7 @@ def known_languages() -> tuple[str, ...]:
     return tuple(sorted(_table()["configs"]))
 
 
-def raw_config(language: str) -> dict[str, Any]:
+def raw_config(language: str) -> dict[str, object]:
     """FineWeb-2's ``configs/<language>.yml`` as it was published (a copy); a LanguageError when there is none."""
     raw = _table()["configs"].get(language)
     if raw is None:

@@ -125,7 +125,7 @@ def _count_prefix(url: str, src: SourceConfig, limit: int) -> tuple[int, int, li
         local = os.path.join(folder, os.path.basename(fs.local_path(url)) or "sample")
         with fs.fsspec_open(url, "rb") as f, open(local, "wb") as out:
             out.write(f.read(min(size, limit)))
-        records: list[dict[str, Any]] = []
+        records: list[dict[str, object]] = []
         n = 0
         try:
             for rec in read_shard(

@@ -58,7 +58,7 @@ class OutputLease:
         self._thread: threading.Thread | None = None
 
     # --- the lease record ----------------------------------------------------------------------------------
-    def _record(self) -> dict[str, Any]:
+    def _record(self) -> dict[str, object]:
         return {
             "host": socket.gethostname(),
             "pid": os.getpid(),

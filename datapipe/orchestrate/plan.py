@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.crawl.source import CrawlPlan, plan_files, store_dir
@@ -31,7 +30,7 @@ from datapipe.runtime.stage import Stage, TwoPhaseStage, is_done
 log = logging.getLogger(__name__)
 
 
-def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
+def stage_hash(stage: str, config: dict[str, object], inputs: list[object]) -> str:
     blob = json.dumps(
         {"stage": stage, "config": config, "inputs": inputs}, sort_keys=True, separators=(",", ":")
     )
@@ -42,8 +41,8 @@ def stage_hash(stage: str, config: dict[str, Any], inputs: list[Any]) -> str:
 class StagePlan:
     source: str
     stage: str
-    config: dict[str, Any]
-    inputs: tuple[Any, ...]
+    config: dict[str, object]
+    inputs: tuple[object, ...]
     hash: str
     out_dir: str
     shards: tuple[Shard, ...]
@@ -56,7 +55,7 @@ class StagePlan:
     def done(self) -> bool:
         return is_done(self.out_dir)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         """What ``stage.json`` says about how this stage was made."""
         return {"hash": self.hash, "config": self.config, "inputs": list(self.inputs)}
 
@@ -259,7 +258,7 @@ def plan_mixture(
     source's languages as language-scripts (:func:`resolve_languages`)."""
     plans = []
     for src in resolve_languages(mixture, sources):
-        inputs: list[Any]
+        inputs: list[object]
         if src.commoncrawl is not None:
             # named by the path in the dump (crawl-data/<crawl>/segments/...), whichever mirror serves it: a
             # published crawl file never changes under its name, so no size is asked (nothing is fetched to plan)

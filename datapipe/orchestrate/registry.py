@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from datapipe.config.mixture import MixtureConfig, SourceConfig
 from datapipe.runtime.phase import TaskRow
@@ -50,7 +49,7 @@ class StageKind:
     quality stage only with ``keep_fraction``)."""
 
     name: str
-    hash_config: Callable[[MixtureConfig, SourceConfig, str], dict[str, Any] | None]
+    hash_config: Callable[[MixtureConfig, SourceConfig, str], dict[str, object] | None]
     make: Callable[[MixtureConfig, SourceConfig, str, str], Stage]
     phase: str | None = None
 
@@ -91,10 +90,10 @@ def _tokenize(mixture: MixtureConfig, src: SourceConfig, input_dir: str, out_dir
     )
 
 
-def _tokenize_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any]:
+def _tokenize_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, object]:
     """The tokenizer; and, only when asked (so earlier builds keep their hashes), per-language caches and
     rehydration (the language weights are the manifest's: changing them rebuilds nothing)."""
-    out: dict[str, Any] = {**mixture.tokenizer.to_dict(), "sha256": tokenizer_sha256}
+    out: dict[str, object] = {**mixture.tokenizer.to_dict(), "sha256": tokenizer_sha256}
     if src.by_language is not None:
         out["by_language"] = True
     if src.rehydrate is not None:
@@ -104,17 +103,19 @@ def _tokenize_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256
     return out
 
 
-def _config_of(field: str) -> Callable[[MixtureConfig, SourceConfig, str], dict[str, Any] | None]:
+def _config_of(field: str) -> Callable[[MixtureConfig, SourceConfig, str], dict[str, object] | None]:
     """The hash config of a stage configured by the source's ``field`` (None when the source has none)."""
 
-    def config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any] | None:
+    def config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, object] | None:
         value = getattr(src, field)
         return None if value is None else value.to_dict()
 
     return config
 
 
-def _dedup_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any] | None:
+def _dedup_config(
+    mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str
+) -> dict[str, object] | None:
     """The dedup config, and with ``against`` the earlier dedup stages it resolves to (their folder names carry
     their version hashes): a rebuilt earlier build makes this stage run again."""
     if src.dedup is None:
@@ -130,7 +131,7 @@ def _dedup_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: s
     return doc
 
 
-def _extract_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, Any]:
+def _extract_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, object]:
     """The extract stage's config, and when datapipe's learned extractor runs, its shipped models' digests: models
     trained again decide other blocks, so the stage's output is another version."""
     doc = src.reader_config()

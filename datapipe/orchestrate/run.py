@@ -271,7 +271,7 @@ def write_mixture_manifest(
     """``mixture.json``: every source's cache (its tokenize stage) with its weight, rows, tokens and ledger hash."""
     components = []
     empty = []
-    by_language: dict[str, Any] = {}
+    by_language: dict[str, dict[str, Any]] = {}
     rehydrated: dict[str, int] = {}  # repeats written into a source's cache by rehydration
     total_weight = sum(sp.source.weight for sp in plans)
     for sp in plans:
@@ -389,7 +389,7 @@ def _language_components(
                 ledger,
             )
         )
-    record: dict[str, Any] = {"weights": cfg.weights, "by": cfg.by, "shares": shares, "tokens": tokens}
+    record: dict[str, object] = {"weights": cfg.weights, "by": cfg.by, "shares": shares, "tokens": tokens}
     if cfg.by != "tokens":
         record[cfg.by] = sizes
     if cfg.weights == "temperature":

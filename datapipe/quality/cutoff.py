@@ -11,7 +11,6 @@ it are kept. (Beam's approximate-quantiles combiner, used before, gave an engine
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -33,7 +32,7 @@ def cutoff(parts: Iterable[np.ndarray], keep_fraction: float) -> tuple[float, in
     return float(keys[index]["score"]), int(keys[index]["tiebreak"])
 
 
-def cutoff_report(parts: Iterable[np.ndarray], keep_fraction: float) -> dict[str, Any]:
+def cutoff_report(parts: Iterable[np.ndarray], keep_fraction: float) -> dict[str, object]:
     """``global.json`` of the quality stage: the fraction, the cut-off (``[score, tie-break]``, or None when the
     input has no document) and how many documents it was taken over."""
     parts = list(parts)

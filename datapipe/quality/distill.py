@@ -101,8 +101,8 @@ def fit_fasttext_student(
     bins: int,
     seed: int,
     folder: str,
-    settings: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    settings: dict[str, object] | None = None,
+) -> dict[str, object]:
     """fastText on the teacher's scores cut at their quantiles into ``bins`` classes, saved as a scorer folder;
     the settings it trained with (:data:`STUDENT_FASTTEXT` and ``settings`` over DCLM's)."""
     from datapipe.config.recipe import DCLM_HYPERPARAMETERS
@@ -144,13 +144,13 @@ def fit_embedding_student(texts: list[str], teacher: np.ndarray, folder: str, l2
 def distill(
     sample: list[tuple[str, str]],
     teacher_scores: np.ndarray,
-    teacher: Any | None,
+    teacher: object | None,
     student: str,
     output: str,
     bins: int = 5,
     holdout: float = 0.1,
     seed: int = 0,
-    settings: dict[str, Any] | None = None,
+    settings: dict[str, object] | None = None,
 ) -> Distilled:
     """Train a ``student`` ("fasttext" or "embedding") on the teacher's scores of ``sample``; report its Spearman
     correlation with the teacher and both speeds on the held-out documents."""
@@ -168,7 +168,7 @@ def distill(
         raise DatapipeError(f"{output}: already exists; distill writes a new student folder")
     tmp = folder + ".tmp"
     fit_texts, fit_scores = [texts[i] for i in train_ix], teacher_scores[train_ix]
-    hyper: dict[str, Any] = {}
+    hyper: dict[str, object] = {}
     if student == "fasttext":
         hyper = fit_fasttext_student(fit_texts, fit_scores, bins, seed, tmp, settings)
     elif student == "embedding":

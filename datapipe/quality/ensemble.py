@@ -39,7 +39,7 @@ def boundaries(values: np.ndarray, buckets: int) -> list[float]:
     return [float(ordered[round(k / buckets * (n - 1))]) for k in range(1, buckets)]
 
 
-def ensemble_report(parts: Iterable[np.ndarray], names: Sequence[str], buckets: int) -> dict[str, Any]:
+def ensemble_report(parts: Iterable[np.ndarray], names: Sequence[str], buckets: int) -> dict[str, object]:
     """``global.json`` of an ensemble: per scorer its bucket boundaries, and how many documents they were taken
     over."""
     parts = [p for p in parts if len(p)]

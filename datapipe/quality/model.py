@@ -95,7 +95,7 @@ class QualityModel:
         # its reading checks the file whole, and fastText's own loader (0.09 s) then waits for a text it is needed
         # for (none, or one with a lone surrogate)
         self._fast = read_softmax(fs.local_copy(url)) if fs.exists(url) else None
-        self._model: Any = None
+        self._model: object = None
         self.url = url
         if self._fast is None:
             check_model(url)

@@ -51,7 +51,7 @@ class QualityStage(TwoPhaseStage):
     name: str = "quality"
     _models: dict[str, Scorer] | None = field(default=None, repr=False)
 
-    def __getstate__(self) -> dict[str, Any]:  # models load in setup(), once per worker
+    def __getstate__(self) -> dict[str, object]:  # models load in setup(), once per worker
         return {**self.__dict__, "_models": None}
 
     @property
@@ -234,7 +234,7 @@ class QualityStage(TwoPhaseStage):
             stats.counters["quality/repeats"] += copies - 1
         return None
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         extra = super().finalize(shards, stats)
         if self.needs_global:
             extra["quality"] = self.read_global_report()

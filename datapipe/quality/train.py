@@ -120,14 +120,14 @@ def model_dir(recipe: Recipe, output: str) -> str:
     return fs.join(output, f"{recipe.name}-{recipe_hash(recipe)[:8]}")
 
 
-def _fit_to_file(_conn: Any, train_file: str, seed: int, hyper: dict[str, Any], path: str) -> None:
+def _fit_to_file(_conn: object, train_file: str, seed: int, hyper: dict[str, object], path: str) -> None:
     """fastText training in a child process (see ``_train_supervised``); the model is handed back as a file."""
     import fasttext
 
     fasttext.train_supervised(input=train_file, thread=1, seed=seed, verbose=0, **hyper).save_model(path)
 
 
-def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, Any]):
+def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, object]):
     """fastText training, always in a fresh spawned process, so the model depends on the recipe alone.
 
     In-process training was not reproducible: inside a long test session (a process that had run JAX, Beam and other
@@ -144,7 +144,7 @@ def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, Any]):
     return model
 
 
-def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, Any]):
+def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, object]):
     """fastText trained in a fresh child process and loaded here; None when the child fails (a NaN loss)."""
     import fasttext
 
@@ -171,7 +171,7 @@ def model_url(recipe: Recipe, output: str) -> str:
     return fs.join(model_dir(recipe, output), "model.ftz" if recipe.quantize else "model.bin")
 
 
-def _fit_fasttext(recipe: Recipe, training: list[tuple[str, str]], url: str) -> dict[str, Any]:
+def _fit_fasttext(recipe: Recipe, training: list[tuple[str, str]], url: str) -> dict[str, object]:
     """fastText on the training rows, written to ``url``; the hyperparameters it used."""
     import fasttext
 
@@ -191,7 +191,7 @@ def _fit_fasttext(recipe: Recipe, training: list[tuple[str, str]], url: str) -> 
     return hyper
 
 
-def _fit_embedding(recipe: Recipe, training: list[tuple[str, str]], url: str) -> dict[str, Any]:
+def _fit_embedding(recipe: Recipe, training: list[tuple[str, str]], url: str) -> dict[str, object]:
     """A logistic-regression head on the training rows' static embeddings (:mod:`datapipe.quality.embedding`),
     written as a scorer folder at ``url`` (local); its settings."""
     from datapipe.quality.embedding import StaticEmbeddings, fit_linear_head, save_scorer

@@ -61,7 +61,7 @@ def is_model_folder(url: str) -> bool:
     return fs.exists(fs.join(url, CONFIG_FILE))
 
 
-def read_config(url: str) -> dict[str, Any]:
+def read_config(url: str) -> dict[str, object]:
     """The folder's ``config.json`` after the checks that need no torch: one line naming what is wrong."""
     folder = fs.local_path(url)
     if not os.path.isdir(folder):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
@@ -19,13 +18,13 @@ from datapipe.runtime.decisions import read_removed
 from datapipe.runtime.stage import STAGE_JSON, read_stage_json
 
 
-def clusters(stage_dir: str) -> dict[str, list[dict[str, Any]]]:
+def clusters(stage_dir: str) -> dict[str, list[dict[str, object]]]:
     """Kept copy id -> its removed copies (``id``, ``ref``, ``url``, ``reason``, ``jaccard``), sorted by id."""
     if not fs.exists(fs.join(stage_dir, STAGE_JSON)):
         raise DatapipeError(f"{stage_dir}: not a stage folder (no {STAGE_JSON})")
     if read_stage_json(stage_dir).get("stage") != "dedup":
         raise DatapipeError(f"{stage_dir}: not a dedup stage folder (clusters are what dedup removes)")
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[dict[str, object]]] = {}
     for row in read_removed(stage_dir).to_pylist():
         if not row["related"]:
             continue
@@ -68,7 +67,7 @@ def export_edges(stage_dir: str) -> Iterator[str]:
         yield json.dumps({"a": named[a], "b": named[b], "jaccard": round(float(j), 6)}, sort_keys=True)
 
 
-def cluster_of(stage_dir: str, doc_id: str) -> tuple[str, list[dict[str, Any]]]:
+def cluster_of(stage_dir: str, doc_id: str) -> tuple[str, list[dict[str, object]]]:
     """The cluster a document is in, as the kept copy or as a removed one."""
     found = clusters(stage_dir)
     if doc_id in found:

@@ -154,7 +154,7 @@ def token_plan(manifest: Manifest, train_tokens: int | None) -> list[dict[str, A
     return rows
 
 
-def format_token_plan(rows: list[dict[str, Any]], train_tokens: int | None) -> str:
+def format_token_plan(rows: list[dict[str, object]], train_tokens: int | None) -> str:
     head = f"{'component':<18} {'share':>7} {'tokens':>14}"
     if train_tokens:
         head += f" {'planned':>14} {'epochs':>8}"

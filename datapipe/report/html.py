@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import urlencode
 
 from datapipe import __version__
@@ -64,7 +63,7 @@ def _img(b64: str, alt: str, href: str | None = None) -> str:
     )
 
 
-def _view(base: str, path: str, **params: Any) -> str:
+def _view(base: str, path: str, **params: object) -> str:
     """A browser view's URL (``/docs`` filtered by ``params``, ``/doc`` of a document, ...)."""
     query = urlencode({k: v for k, v in params.items() if v is not None})
     return f"{base.rstrip('/')}{path}" + (f"?{query}" if query else "")

@@ -52,11 +52,11 @@ def stage_documents(
         ]
     from datapipe.io.jsonl import read_records
 
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for part in doc.get("parts", []):
         for rec in read_records(fs.join(path, part)):
             raw_meta = rec.get("metadata")
-            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            meta: dict[str, object] = raw_meta if isinstance(raw_meta, dict) else {}
             out.append(
                 {"id": rec["id"], "url": meta.get("url", ""), "chars": len(rec["text"]), "text": rec["text"]}
             )
@@ -90,7 +90,7 @@ def inspect_stage(path: str, rows: int, chars: int, removed_by: str | None, as_j
     return 0
 
 
-def inspect_json(path: str, rows: int) -> dict[str, Any]:
+def inspect_json(path: str, rows: int) -> dict[str, object]:
     """A cache's rows (token ids) or a manifest with its components' shares."""
     if fs.exists(fs.join(path, LEDGER)):
         cache = TokenCache.open(path)

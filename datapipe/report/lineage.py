@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import subprocess
-from typing import Any
 
 from datapipe import __version__
 from datapipe.errors import DatapipeError
@@ -42,7 +41,7 @@ def git_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
-def experiment_record(output: str, runner: str, data_root: str, mixture_file: str) -> dict[str, Any]:
+def experiment_record(output: str, runner: str, data_root: str, mixture_file: str) -> dict[str, object]:
     manifest, chains = mixture_chains(output)
     components = {}
     for name, chain in chains.items():
@@ -82,7 +81,7 @@ def write_experiment(output: str, runner: str, data_root: str, mixture_file: str
     return url
 
 
-def _summary(config: dict[str, Any]) -> str:
+def _summary(config: dict[str, object]) -> str:
     text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return text if len(text) <= 100 else text[:97] + "..."
 

@@ -20,7 +20,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
 
 _BOOT = "import sys; from datapipe.runtime.child import _main; _main(int(sys.argv[1]))"
 
@@ -30,7 +29,7 @@ class Child:
     ``multiprocessing.Process``."""
 
     def __init__(
-        self, target: Callable[..., Any], args: tuple[Any, ...] = (), pass_fds: tuple[int, ...] = ()
+        self, target: Callable[..., object], args: tuple[object, ...] = (), pass_fds: tuple[int, ...] = ()
     ) -> None:
         """``pass_fds``: more open file descriptors the child inherits, under the same numbers (``args`` may name
         them)."""

@@ -60,14 +60,14 @@ class RemovedLog:
     ``keep_removed: true``) also the documents themselves, per reason, as datatrove's exclusion writers keep them."""
 
     def __init__(self, keep_documents: bool = False) -> None:
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[dict[str, object]] = []
         self.keep_documents = keep_documents
-        self.documents: dict[str, list[dict[str, Any]]] = {}
+        self.documents: dict[str, list[dict[str, object]]] = {}
 
     def add(self, index: int, doc: dict[str, Any], reason: str, *, with_text: bool = False) -> None:
         """Record a removed document; ``with_text`` keeps its text in the row (see :func:`removed_schema`)."""
         if self.keep_documents:
-            own: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
+            own: dict[str, object] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
             explained = reason.explained() if isinstance(reason, Removal) else str(reason)
             kept = {**doc, "metadata": {**own, "removed": explained}}
             self.documents.setdefault(str(reason), []).append(kept)

@@ -8,8 +8,6 @@ threshold it failed. The stage that applied the rule writes both beside its part
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class Removal(str):
     """A removal reason (``gopher_short_doc``) with its evidence: ``measure`` (``words``), its ``value`` (37), the
@@ -57,7 +55,7 @@ class Removal(str):
             f"{prefix}/{self}", self.measure, self.value, self.op, self.threshold, self.note, self.related
         )
 
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable to engine workers with its evidence
+    def __reduce__(self) -> tuple[object, ...]:  # picklable to engine workers with its evidence
         return (
             Removal,
             (str(self), self.measure, self.value, self.op, self.threshold, self.note, self.related),
@@ -75,11 +73,17 @@ def prefixed(prefix: str, reason: str) -> str:
     return reason.prefixed(prefix) if isinstance(reason, Removal) else f"{prefix}/{reason}"
 
 
-def evidence_of(reason: str) -> dict[str, Any]:
+def evidence_of(reason: str) -> dict[str, object]:
     """The evidence columns of a reason: ``evidence`` (the text), ``measure``, ``value`` and ``threshold`` when
     they are numbers (so that a browser can filter on ranges), ``related`` (a kept copy's id); empty for a plain
     string."""
-    out: dict[str, Any] = {"evidence": "", "measure": None, "value": None, "threshold": None, "related": None}
+    out: dict[str, object] = {
+        "evidence": "",
+        "measure": None,
+        "value": None,
+        "threshold": None,
+        "related": None,
+    }
     if isinstance(reason, Removal):
         out["evidence"], out["measure"], out["related"] = reason.evidence, reason.measure, reason.related
         for key, v in (("value", reason.value), ("threshold", reason.threshold)):

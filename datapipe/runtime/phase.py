@@ -13,12 +13,11 @@ have its phase to run?", so that no engine decides it for itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from datapipe.runtime.stage import Stage, TwoPhaseStage
 
 # a row of a phase's task table: (the task's name, function(stage, plan, item), what the row shares out)
-TaskRow = tuple[str, Callable[..., Any], str]
+TaskRow = tuple[str, Callable[..., object], str]
 OVER = ("shards", "partitions", "earlier", "once")  # what a row's tasks may share out
 
 

@@ -25,14 +25,14 @@ class StageRecord:
     datapipe_version: str
     source: str
     stage: str
-    counts: dict[str, Any]  # the merged statistics (datapipe.runtime.stats.StageStats.to_dict)
-    shards: list[dict[str, Any]]  # per shard, in shard order: index, name and its counts
+    counts: dict[str, object]  # the merged statistics (datapipe.runtime.stats.StageStats.to_dict)
+    shards: list[dict[str, object]]  # per shard, in shard order: index, name and its counts
     hash: str | None = None  # the stage's hash: its config and inputs (the folder's name ends with it)
-    config: dict[str, Any] | None = None
-    inputs: list[Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # the stage's own fields (finalize)
+    config: dict[str, object] | None = None
+    inputs: list[object] | None = None
+    extra: dict[str, object] = field(default_factory=dict)  # the stage's own fields (finalize)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         named = {k: getattr(self, k) for k in REQUIRED} | {
             k: getattr(self, k) for k in PLAN_FIELDS if getattr(self, k) is not None
         }

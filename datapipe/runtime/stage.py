@@ -56,7 +56,7 @@ class Stage(Protocol):
         """Write this shard's outputs atomically under ``out_dir`` and return its statistics."""
         ...
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         """Called once after every shard is done; returns extra fields for ``stage.json``."""
         ...
 
@@ -263,7 +263,7 @@ class DocumentStage(StageBase):
 
         return read_records(self.upstream(shard))
 
-    def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:
+    def keep(self, index: int, doc: dict[str, object], stats: StageStats) -> str | None:
         """Decide one document (it may rewrite it): None keeps it, else its removal, a
         :class:`~datapipe.runtime.evidence.Removal` with its evidence (or a plain reason), which the base counts,
         samples and records, as datatrove's filters return theirs. ``stats`` is for the stage's own counters."""
@@ -299,7 +299,7 @@ class DocumentStage(StageBase):
         removed.write_documents(self.out_dir, shard)
         return stats
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         return {"parts": [s.records for s in shards]}
 
 
@@ -325,7 +325,7 @@ class TwoPhaseStage(DocumentStage):
         if not self.global_done():
             fs.remove(fs.join(self.out_dir, "removals"))
 
-    def write_global_report(self, report: dict[str, Any]) -> None:
+    def write_global_report(self, report: dict[str, object]) -> None:
         fs.write_text_atomic(
             fs.join(self.out_dir, GLOBAL_REPORT), json.dumps(report, indent=2, sort_keys=True) + "\n"
         )

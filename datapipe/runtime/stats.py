@@ -50,7 +50,7 @@ class StageStats:
     # distributions: name -> (kind, Counter of bin -> count); fixed bins, so shards merge by addition
     hists: dict[str, tuple[str, Counter]] = field(default_factory=dict)
     # a few documents per outcome ("kept", or the removal reason), for reports and `datapipe inspect`
-    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    samples: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     # per language a document was identified as (metadata.language): "in", "kept" and each removal reason
     languages: dict[str, Counter] = field(default_factory=dict)
     last_reason: str | None = field(default=None, compare=False, repr=False)
@@ -91,7 +91,7 @@ class StageStats:
                 }
             )
 
-    def count_language(self, doc: dict[str, Any], reason: str | None) -> None:
+    def count_language(self, doc: dict[str, object], reason: str | None) -> None:
         """Count a decided document under its language (when language ID gave it one): kept (``reason`` None)
         or removed for ``reason``. Language ID's own removals count under the language it found."""
         meta = doc.get("metadata")
@@ -130,7 +130,7 @@ class StageStats:
             },
         )
 
-    def to_dict(self, detail: bool = True) -> dict[str, Any]:
+    def to_dict(self, detail: bool = True) -> dict[str, object]:
         """All counts; with ``detail``, also histograms and samples (left out of per-shard summaries)."""
         out = {
             "docs_in": self.docs_in,

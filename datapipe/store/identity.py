@@ -20,7 +20,7 @@ class TokenizerIdentity:
     bos_id: int | None
     eos_id: int | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "vocab_size": self.vocab_size,
@@ -32,6 +32,6 @@ class TokenizerIdentity:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TokenizerIdentity:
+    def from_dict(cls, d: dict[str, object]) -> TokenizerIdentity:
         fields = ("name", "vocab_size", "sha256", "add_bos", "add_eos", "bos_id", "eos_id")
         return cls(**cast(dict[str, Any], {k: d.get(k) for k in fields}))

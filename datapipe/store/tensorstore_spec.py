@@ -8,7 +8,7 @@ blosc at clevel 5. See ../../shared/DESIGN.md ("The token cache").
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from datapipe.io import fs
@@ -21,7 +21,7 @@ OUTER_CHUNK = 134_217_728
 INNER_CHUNK = 262_144
 
 
-def kvstore(url: str) -> dict[str, Any]:
+def kvstore(url: str) -> dict[str, object]:
     """A TensorStore kvstore spec for a local path or a gs:// / s3:// URL."""
     if fs.is_local(url):
         return {"driver": "file", "path": os.path.abspath(fs.local_path(url)) + "/"}
@@ -35,7 +35,7 @@ def kvstore(url: str) -> dict[str, Any]:
     raise ValueError(f"{url}: TensorStore cannot open this URL scheme ({u.scheme!r})")
 
 
-def array_spec(url: str, dtype: str) -> dict[str, Any]:
+def array_spec(url: str, dtype: str) -> dict[str, object]:
     return {
         "driver": "zarr3",
         "kvstore": kvstore(url),

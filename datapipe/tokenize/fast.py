@@ -60,7 +60,7 @@ def _decisive(serialized: str) -> dict[str, Any]:
 
 
 @cache
-def _gpt2_parts() -> dict[str, Any]:
+def _gpt2_parts() -> dict[str, object]:
     return _decisive(build_gpt2().to_str())
 
 
@@ -97,7 +97,7 @@ def gpt2_ranks(tok: Tokenizer, is_gpt2: bool = False) -> tuple[dict[bytes, int],
 
 def gpt2_tiktoken(
     tok: Tokenizer, is_gpt2: bool = False
-) -> tuple[Any, dict[bytes, int], tuple[str, ...]] | None:
+) -> tuple[object, dict[bytes, int], tuple[str, ...]] | None:
     """``(tiktoken encoding, its vocabulary as bytes -> id, the added tokens' literals)`` when ``tok`` is GPT-2's
     tokenizer (:func:`gpt2_ranks`), else None."""
     found = gpt2_ranks(tok, is_gpt2)

@@ -64,7 +64,7 @@ class TokenizeStage(StageBase):
     _tok: LoadedTokenizer | None = field(default=None, repr=False)
     _weights: dict[str, dict[int, int]] | None = field(default=None, repr=False)
 
-    def __getstate__(self) -> dict[str, Any]:  # the tokenizer is rebuilt in setup(), never pickled
+    def __getstate__(self) -> dict[str, object]:  # the tokenizer is rebuilt in setup(), never pickled
         return {**self.__dict__, "_tok": None}
 
     def setup(self) -> None:
@@ -157,7 +157,7 @@ class TokenizeStage(StageBase):
         fs.write_text_atomic(fs.join(self.shard_cache(shard), "rows.json"), json.dumps(counts) + "\n")
         return stats
 
-    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, Any]:
+    def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         identity = self.tokenizer.identity.to_dict()
         if not self.split:
             rows, tokens = concat_jagged(fs.join(self.out_dir, FIELD), [self.shard_cache(s) for s in shards])
@@ -192,7 +192,7 @@ class TokenizeStage(StageBase):
                 for what in ("chars", "bytes"):
                     caches[key][what] = sum(st.counters.get(f"language_{what}/{key}", 0) for st in stats)
         total = {f: sum(c[f] for c in caches.values()) for f in ("rows", "tokens")}
-        out: dict[str, Any] = {**total, "tokenizer": identity}
+        out: dict[str, object] = {**total, "tokenizer": identity}
         if self.by_language:
             out["languages"] = caches
         if self.rehydrate is not None or self.quality_repeats:

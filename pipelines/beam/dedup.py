@@ -114,11 +114,11 @@ class ReportFigures(beam.CombineFn):
         return {"sum": acc["sum"], "max": acc["max"], "histogram": tally.histogram, "largest": tally.top()}
 
 
-def _distinct(values: Iterable[Any]) -> int:
+def _distinct(values: Iterable[object]) -> int:
     return len(set(values))
 
 
-def _count(values: Iterable[Any]) -> int:
+def _count(values: Iterable[object]) -> int:
     return sum(1 for _ in values)
 
 
@@ -137,7 +137,7 @@ class Figures:
         step: str,
         shuffle: str | None,
         held: str | None = None,
-        size: Callable[[Iterable[Any]], int] = _distinct,
+        size: Callable[[Iterable[object]], int] = _distinct,
     ) -> beam.PCollection:
         """Figures of a ``GroupByKey``'s output: the encoded bytes that went into it (``shuffle_bytes.<shuffle>``,
         summed over steps) and the size of its largest group, which a ``DoFn`` holds (``held.<held>``)."""
@@ -457,7 +457,7 @@ class ParagraphsGlobal(beam.PTransform):
 
 def run_dedup_global(
     stage: DedupStage, shards: list, options: PipelineOptions, cc_rounds: int = CC_ROUNDS
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The document-level global phase alone, as a pipeline of its own (benchmarks), with as many rounds as the
     components need; returns the report."""
     while True:

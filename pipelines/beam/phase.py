@@ -16,7 +16,6 @@ still runs after every task of the row before it, so what is written is the same
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from datapipe.dedup.spill import SCRATCH, Spill
 from datapipe.io import fs
@@ -30,7 +29,7 @@ class RunTask(beam.DoFn):
     resources sets them up itself (signing, scoring), so a task that only groups or decides (buckets, the quality
     cut-off) loads no model, as on the datatrove engine."""
 
-    def __init__(self, stage: TwoPhaseStage, spill: Spill, fn: Callable[..., Any]) -> None:
+    def __init__(self, stage: TwoPhaseStage, spill: Spill, fn: Callable[..., object]) -> None:
         self.stage, self.spill, self.fn = stage, spill, fn
 
     def process(self, item):
@@ -42,7 +41,7 @@ class RunRows(beam.DoFn):
     """Consecutive rows of one task each, as one task: each row's function on its one item, in the table's order."""
 
     def __init__(
-        self, stage: TwoPhaseStage, spill: Spill, rows: list[tuple[Callable[..., Any], Any]]
+        self, stage: TwoPhaseStage, spill: Spill, rows: list[tuple[Callable[..., object], object]]
     ) -> None:
         self.stage, self.spill, self.rows = stage, spill, rows
 
@@ -52,10 +51,10 @@ class RunRows(beam.DoFn):
         yield None
 
 
-Row = tuple[str, Callable[..., Any], str]
+Row = tuple[str, Callable[..., object], str]
 
 
-def task_groups(tasks: tuple[Row, ...], items: dict[str, list[Any]]) -> list[list[Row]]:
+def task_groups(tasks: tuple[Row, ...], items: dict[str, list[object]]) -> list[list[Row]]:
     """The table's rows as the transform runs them: rows without items left out (the first, over the shards, is
     always run), consecutive rows of one item each together."""
     groups: list[list[Row]] = []

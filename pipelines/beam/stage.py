@@ -65,7 +65,7 @@ class FinishStage(beam.DoFn):
     """Runs once with every shard's statistics: finalize, then stage.json and _SUCCESS. A stage whose shards did not
     run (a global phase before it must run again) sends it nothing, and stays unfinished."""
 
-    def __init__(self, stage: Stage, record: dict[str, Any], expected: int) -> None:
+    def __init__(self, stage: Stage, record: dict[str, object], expected: int) -> None:
         self.stage = stage
         self.record = record
         self.expected = expected  # shards

@@ -83,7 +83,7 @@ class Job:
 
     label: str
     phase: str
-    pipeline: list[Any]
+    pipeline: list[object]
     tasks: int
     logging_dir: str
 
@@ -113,7 +113,7 @@ def stage_jobs(mixture: MixtureConfig, sp: SourcePlan, st: StagePlan, opts: Data
     shards = tuple(st.shards)
     per_shard = max(1, min(opts.tasks or len(shards), len(shards)))
 
-    def job(phase: str, step: Any, n: int) -> Job:
+    def job(phase: str, step: object, n: int) -> Job:
         # datatrove's completion markers name ranks, which mean other shards under another task count
         return Job(label, phase, [step], n, fs.join(base, phase, f"tasks-{n}"))
 

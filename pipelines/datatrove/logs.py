@@ -75,7 +75,7 @@ class QuietLocalExecutor(LocalPipelineExecutor):
     Pickled into the worker processes by reference, so the workers run this class's methods too."""
 
     def _launch_run_for_rank(
-        self, rank: int, ranks_q: Any, completed: Any = None, completed_lock: Any = None
+        self, rank: int, ranks_q: object, completed: object = None, completed_lock: object = None
     ) -> PipelineStats:
         with task_console(self, rank):
             return super()._launch_run_for_rank(rank, ranks_q, completed, completed_lock)

@@ -94,7 +94,7 @@ class StageShards(_Step):
 class FinishStage(_Step):
     """One task: every shard's committed statistics -> ``stage.json`` and ``_SUCCESS``."""
 
-    def __init__(self, stage: Stage, shards: tuple[Shard, ...], record: dict[str, Any]) -> None:
+    def __init__(self, stage: Stage, shards: tuple[Shard, ...], record: dict[str, object]) -> None:
         super().__init__(stage, shards)
         self.record = record
 

@@ -61,7 +61,7 @@ LOG = logging.getLogger(__name__)
 # a task: (kind, arguments, what it is, for a failure's line); a chain yields a row of tasks and is sent their
 # results, in the row's order, when every one has finished
 Task = tuple[str, tuple[Any, ...], str]
-Chain = Generator[list[Task], list[Any], None]
+Chain = Generator[list[Task], list[object], None]
 POLL_S = 0.25  # the longest the launcher waits before it looks at the watch again (see Pool._wait_s)
 
 
@@ -71,7 +71,7 @@ class LocalEngine:
     in_memory_shuffle = False  # the global phases shuffle through files
     runner = "local"
 
-    def __init__(self, processes: int | None = None, ctx: Any = None) -> None:
+    def __init__(self, processes: int | None = None, ctx: object = None) -> None:
         """``ctx``: the fork server's context, if the caller started it (the launcher does, before it plans and
         before this module's imports); else it starts when the build runs."""
         check_processes(processes)
@@ -172,7 +172,7 @@ def source_chain(sp: SourcePlan, ahead: Ahead) -> Chain:
         yield [("finish", (stage, list(st.shards), stats, st.record()), f"{name} finish")]
 
 
-def _what(item: Any) -> str:
+def _what(item: object) -> str:
     part = getattr(item, "part", None)
     return part if part is not None else "" if item is None else f"#{item}"
 
@@ -181,7 +181,7 @@ def _what(item: Any) -> str:
 class _Row:
     chain: Chain
     left: int
-    results: list[Any] = field(default_factory=list)
+    results: list[object] = field(default_factory=list)
 
 
 class Pool:
@@ -246,7 +246,7 @@ class Pool:
         sent: dict[int, float] = {}
         limits = [0.0] * len(self.procs)  # process -> the time limit of its task's items (0: none)
 
-        def advance(chain: Chain, results: list[Any] | None) -> None:
+        def advance(chain: Chain, results: list[object] | None) -> None:
             """Queue the chain's next row (its first when ``results`` is None; else the row before's results)."""
             try:
                 tasks = chain.send(results) if results is not None else next(chain)
@@ -402,7 +402,7 @@ def _how(proc: Any) -> str:
     return f"exit status {code}"
 
 
-def _failure(what: str, error: Any, logs: str) -> DatapipeError:
+def _failure(what: str, error: object, logs: str) -> DatapipeError:
     """The one line for a failed task: its own, or its last traceback line with the traceback in the build log."""
     if isinstance(error, DatapipeError):
         return error

@@ -57,7 +57,7 @@ def _shard(here: _Here, stage: Stage, shard: Any, failed: Mapping[int, str] | No
     return run_shard(stage, shard)
 
 
-def _phase(here: _Here, stage: Stage, spill: Any, fn: Callable[..., Any], item: Any) -> None:
+def _phase(here: _Here, stage: Stage, spill: object, fn: Callable[..., object], item: object) -> None:
     # no eager setup: a task that needs the stage's resources (signing, scoring) sets them up itself
     fn(_held(here.held, "phase", stage), spill, item)
 
@@ -72,7 +72,7 @@ def _warm(here: _Here, stage: Warms, kind: str) -> None:
     cast(Warms, held).warm()
 
 
-KINDS: dict[str, Callable[..., Any]] = {"shard": _shard, "phase": _phase, "finish": _finish, "warm": _warm}
+KINDS: dict[str, Callable[..., object]] = {"shard": _shard, "phase": _phase, "finish": _finish, "warm": _warm}
 
 
 def _release(held: Held, retired: frozenset[str]) -> None:
@@ -96,7 +96,7 @@ def serve(conn: Connection, cells: MutableSequence[float], slot: int) -> None:
             number, kind, args, retired = task
             _release(held, retired)
             try:
-                result: Any = KINDS[kind](here, *args)
+                result: object = KINDS[kind](here, *args)
                 answer = (number, True, result)
             except DatapipeError as e:
                 answer = (number, False, DatapipeError(str(e)))
