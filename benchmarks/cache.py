@@ -14,7 +14,6 @@ Last line: ``bench: cache write_vs_raw=X read_vs_raw=Y long_doc_rss_mb=Z``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus import best_of, documents  # noqa: E402
+from corpus import bench_parser, best_of, documents  # noqa: E402
 
 from datapipe import (  # noqa: E402  # noqa: E402
     JaggedReader,
@@ -63,12 +62,7 @@ print(len(doc), len(ids), time.perf_counter() - t0, peak)  # VmHWM: this process
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=int, default=5000)
-    ap.add_argument("--shards", type=int, default=5)
-    ap.add_argument("--windows", type=int, default=2000)
-    ap.add_argument("--seq-len", type=int, default=2048)
-    ap.add_argument("--tries", type=int, default=3)
+    ap = bench_parser(__doc__, docs=5000, shards=5, windows=2000, seq_len=2048, tries=3)
     args = ap.parse_args()
 
     tok = load_tokenizer(TokenizerConfig("builtin:gpt2", add_eos=True))

@@ -8,6 +8,7 @@ over ``max_bytes`` is passed over. ``documents(n)`` returns the first ``n`` (few
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import sys
 import sysconfig
@@ -74,6 +75,15 @@ def documents(n: int, max_bytes: int = 200_000) -> list[tuple[str, str]]:
                 return out
     print(f"corpus: only {len(out)} documents found on this machine (asked for {n})", file=sys.stderr)
     return out
+
+
+def bench_parser(doc: str | None, **int_options: int) -> argparse.ArgumentParser:
+    """A benchmark's command line: its docstring as the help and ``--name N`` for each whole-number option (a
+    keyword ``seq_len=2048`` is ``--seq-len``, default 2048)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in int_options.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+    return ap
 
 
 def best_of(n: int, fn) -> float:

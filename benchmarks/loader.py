@@ -14,7 +14,6 @@ batch in hand. Last line: ``bench: loader vs_raw=X first_batch_s=Y``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -28,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from corpus import token_mixture  # noqa: E402
+from corpus import bench_parser, token_mixture  # noqa: E402
 
 from datapipe import CACHE_FIELD as FIELD  # noqa: E402
 from datapipe import (
@@ -40,13 +39,7 @@ WEIGHTS = {"web": 0.6, "code": 0.3, "books": 0.1}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--docs", type=int, default=6000)
-    ap.add_argument("--seq-len", type=int, default=2048)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--prefetch", type=int, default=2)
-    ap.add_argument("--tries", type=int, default=3)
+    ap = bench_parser(__doc__, docs=6000, seq_len=2048, batch=32, steps=60, prefetch=2, tries=3)
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as work:

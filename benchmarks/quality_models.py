@@ -38,7 +38,6 @@ import os
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread: CPU seconds of one core
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import random  # noqa: E402
 import subprocess  # noqa: E402
@@ -51,6 +50,9 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from corpus import bench_parser  # noqa: E402
 
 from datapipe import bucket_boundaries as boundaries  # noqa: E402
 from datapipe import (
@@ -176,11 +178,7 @@ def ensemble_scores(scores: dict[str, np.ndarray], buckets: int) -> np.ndarray:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tries", type=int, default=3)
-    ap.add_argument("--buckets", type=int, default=100)
-    ap.add_argument("--teacher-layers", type=int, default=2)
-    ap.add_argument("--teacher-hidden", type=int, default=128)
+    ap = bench_parser(__doc__, tries=3, buckets=100, teacher_layers=2, teacher_hidden=128)
     args = ap.parse_args()
     ensure_torch()
 

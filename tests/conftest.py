@@ -6,6 +6,7 @@ import gzip
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,11 @@ def one_source_mixture(name: str, source: str, paths: list[str], stages: str, ro
     head = f"name: {name}\ndata_root: {root or CORPORA}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
     body = f"  {source}:\n    weight: 1\n    format: jsonl\n    paths: [{', '.join(paths)}]\n"
     return head + body + "".join(f"    {line}\n" for line in stages.strip("\n").splitlines())
+
+
+def engine_cmd(engine: str) -> Callable[..., list[str]]:
+    """``build_cmd`` on one engine: ``engine_cmd("local")(mixture, out, *extra)``."""
+    return lambda mixture, out, *extra: build_cmd(mixture, out, "--engine", engine, *extra)
 
 
 def build_cmd(mixture: Path, out: Path, *extra: str) -> list[str]:

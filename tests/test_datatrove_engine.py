@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, build_cmd, build_small_on, run_build, tree_digest
+from tests.conftest import REPO, build_small_on, engine_cmd, run_build, tree_digest
 from tests.slurm_cluster import ensure_installed, local_cluster
 
 # What may differ between engines: the global phases' run statistics (Beam's shuffle bytes and metrics, datatrove's
@@ -35,8 +35,7 @@ def comparable(out: Path) -> dict[str, str]:
     return digest
 
 
-def dt_build(mixture: Path, out: Path, *extra: str) -> list[str]:
-    return build_cmd(mixture, out, "--engine", "datatrove", *extra)
+dt_build = engine_cmd("datatrove")
 
 
 @pytest.fixture(scope="module")

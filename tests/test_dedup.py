@@ -210,12 +210,8 @@ def test_components_that_need_more_rounds_run_again(handbook, tmp_path):
     data.mkdir()
     rows = [{"text": " ".join(words[6 * i : 6 * i + 100])} for i in range(40)]
     (data / "windows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    mix = write_mixture(
-        tmp_path,
-        f"name: w\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n"
-        "  s: {weight: 1, format: jsonl, paths: ['*.jsonl'],\n"
-        "      dedup: {exact: false, minhash: {preset: fineweb, keep_edges: true}}}\n",
-    )
+    stages = "dedup: {exact: false, minhash: {preset: fineweb, keep_edges: true}}"
+    mix = write_mixture(tmp_path, one_source_mixture("w", "s", ["'*.jsonl'"], stages, root=str(data)))
     out = tmp_path / "out"
     proc = run_build("--mixture", str(mix), "--output", str(out), "--global-shuffle", "beam")
     assert proc.returncode == 0, proc.stderr[-3000:]

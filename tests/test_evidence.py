@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 
 from datapipe import read_removed
-from tests.conftest import REPO, build_ok
+from tests.conftest import REPO, build_ok, one_source_mixture
 
 
 def _stages(out):
@@ -77,12 +77,8 @@ def test_a_duplicate_names_its_kept_copy_and_their_jaccard(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "faq.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    out = build_ok(
-        tmp_path,
-        f"name: dups\ndata_root: {data}\ntokenizer: {{path: builtin:gpt2}}\nsources:\n  faq:\n    weight: 1\n"
-        "    format: jsonl\n    paths: [faq.jsonl]\n"
-        "    dedup: {exact: true, minhash: {preset: fineweb, keep_edges: true}}\n",
-    )
+    stages = "dedup: {exact: true, minhash: {preset: fineweb, keep_edges: true}}"
+    out = build_ok(tmp_path, one_source_mixture("dups", "faq", ["faq.jsonl"], stages, root=str(data)))
     (stage,) = (out / "faq").glob("dedup-*")
     rows = read_removed(str(stage)).to_pylist()
     kept = {

@@ -19,13 +19,19 @@ from unittest import mock
 import pytest
 
 from datapipe import DatapipeError
-from tests.conftest import CORPORA, REPO, build_cmd, build_small_on, run_build, tree_digest, write_mixture
+from tests.conftest import (
+    CORPORA,
+    REPO,
+    build_small_on,
+    engine_cmd,
+    run_build,
+    tree_digest,
+    write_mixture,
+)
 from tests.test_datatrove_engine import comparable
 from tests.test_reliability import _committed, interrupt_at, kill_mix  # noqa: F401 - a fixture, used by name
 
-
-def local(mixture: Path, out: Path, *extra: str) -> list[str]:
-    return build_cmd(mixture, out, "--engine", "local", *extra)
+local = engine_cmd("local")
 
 
 @pytest.fixture(scope="module")
