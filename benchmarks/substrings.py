@@ -30,7 +30,6 @@ Last line: ``bench: substrings mb=M exact=E removed_frac=R rss_mb=Q mb_per_s=T``
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import resource
@@ -47,11 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from datapipe import HtmlExtractor  # noqa: E402
-
-# The algorithm is not behind datapipe's face yet (the stage that exports it is the integrator's next step);
-# until then it is imported by name.
-S = importlib.import_module("datapipe.substrings")
-REFERENCE = importlib.import_module("datapipe.substrings.reference")
+from datapipe import substring_spans as spans_of  # noqa: E402
+from datapipe import substrings as S  # noqa: E402
+from datapipe import substrings_reference as REFERENCE  # noqa: E402
 
 LANGS_LO = [
     "ca",
@@ -358,7 +355,6 @@ def exactness(root: Path, scratch: Path) -> tuple[int, dict]:
 def spans_equal(work: Path, texts: list[bytes], keep: str, ref: np.ndarray) -> bool:
     """The spans ``apply`` gives from the chunked runs equal those the reference's runs give, document by
     document (``apply.spans_of`` on the reference's runs of that document)."""
-    spans_of = importlib.import_module("datapipe.substrings.apply").spans_of
     layout = S.read_layout(work)
     starts = np.concatenate([[0], np.cumsum([len(t) for t in texts])])
     got = [r for p in range(len(layout.part_bytes)) for r in S.apply_part(work, p, keep)]

@@ -119,6 +119,10 @@ _EXPORTS: dict[str, str] = {
     "spacy_words": "datapipe.languages.spacy_words:",
     "FilterChain": "datapipe.filters.presets",
     "fineweb2_rules": "datapipe.filters.fineweb2",
+    # exact-substring dedup: its units (the package's own face), the brute-force reference and the span cutter
+    "substrings": "datapipe.substrings:",
+    "substrings_reference": "datapipe.substrings.reference:",
+    "substring_spans": "datapipe.substrings.apply:spans_of",
     # dedup and its global phase
     "Shingler": "datapipe.dedup.minhash",
     "WordMinHash": "datapipe.dedup.wordsig",

@@ -165,6 +165,27 @@ def _quality_evidence(meta: dict[str, object]) -> str | None:
     return ", ".join(parts) + f"; ensemble bucket {buckets.get(ENSEMBLE)}" + tail
 
 
+def _substrings_evidence(meta: dict[str, object]) -> str | None:
+    """A kept document the substrings stage cut: the bytes removed, and each span with where its copy is kept."""
+    cut = meta.get("substrings")
+    if not isinstance(cut, dict):
+        return None
+    spans = []
+    for span in cut.get("first_spans", []):
+        copies = "; ".join(f"copy of document {c[2]} at byte {c[3]}" for c in span["copies"][:2])
+        spans.append(f"bytes {span['start']}-{span['end']} ({copies})")
+    more = cut["spans"] - len(spans)
+    return (
+        f"{cut['spans']} repeated span(s) cut, {cut['bytes_removed']:,} of {cut['bytes_before']:,} bytes: "
+        + ", ".join(spans)
+        + (f" and {more} more" if more > 0 else "")
+    )
+
+
+# what a kept document's row shows as evidence, by stage (a removed one's comes from its removal list)
+_KEPT_EVIDENCE = {"quality": _quality_evidence, "substrings": _substrings_evidence}
+
+
 def _select(chain: list[StageView]) -> str | None:
     """The classifier the chain's quality stage selects by: the score the quality column shows at that stage and
     at every later one (decon, PII), whose own configs do not name it."""
@@ -226,7 +247,7 @@ def shard_rows(
                     "ref": str(doc.get("ref", doc.get("id", ""))),
                     "url": str(meta.get("url", "")),
                     "outcome": "kept",
-                    "evidence": _quality_evidence(meta) if rec.stage == "quality" else None,
+                    "evidence": _KEPT_EVIDENCE[rec.stage](meta) if rec.stage in _KEPT_EVIDENCE else None,
                     "language": meta.get("language"),
                     "language_score": meta.get("language_score"),
                     "page_type": meta.get("page_type"),

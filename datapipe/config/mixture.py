@@ -35,6 +35,7 @@ from datapipe.config.stages import (
     PIIConfig,
     QualityConfig,
     RehydrateConfig,
+    SubstringsConfig,
     TokenizerConfig,
 )
 from datapipe.config.yamlio import load_yaml
@@ -57,6 +58,7 @@ class SourceConfig:
     filters: FilterConfig | None = None
     dedup: DedupConfig | None = None
     paragraphs: ParagraphConfig | None = None
+    substrings: SubstringsConfig | None = None
     quality: QualityConfig | None = None
     decon: DeconConfig | None = None
     pii: PIIConfig | None = None
@@ -219,6 +221,10 @@ def _dedup(doc: dict | None) -> dict[str, Any]:
         out["dedup"] = DedupConfig(exact=doc.get("exact", True), minhash=minhash, against=against)
     if "paragraphs" in doc:
         out["paragraphs"] = ParagraphConfig(**doc["paragraphs"])
+    if "substrings" in doc:
+        sub = dict(doc["substrings"])
+        against = tuple(p if fs.has_protocol(p) else os.path.abspath(p) for p in sub.pop("against", ()))
+        out["substrings"] = SubstringsConfig(**sub, against=against)
     return out
 
 

@@ -248,6 +248,33 @@ class ParagraphConfig:
         return {"min_chars": self.min_chars}
 
 
+SUBSTRINGS_KEEP = ("first", "none")
+
+
+@dataclass(frozen=True)
+class SubstringsConfig:
+    """Exact-substring dedup (``dedup: {substrings: ...}``; :mod:`datapipe.substrings`): every span of at least
+    ``min_bytes`` bytes that occurs more than once is removed, but its first occurrence (``keep: first``) or every
+    occurrence (``none``, as Google's deduplicate-text-datasets does)."""
+
+    min_bytes: int = 500
+    keep: str = "first"
+    lines: bool = False  # widen each removed span to the whole lines it touches
+    min_chars: int = 50  # a document left with fewer characters is removed (substrings/too_short)
+    budget_mb: int = 1024  # the phase's memory: the chunk size follows from it (the dry run prints the plan)
+    against: tuple[str, ...] = ()  # earlier builds' substrings stages (folders, absolute), earliest first
+
+    def to_dict(self) -> dict[str, object]:
+        # the budget changes how the work is cut, never what is removed: it is not part of the stage's hash
+        return {
+            "min_bytes": self.min_bytes,
+            "keep": self.keep,
+            "lines": self.lines,
+            "min_chars": self.min_chars,
+            **({"against": list(self.against)} if self.against else {}),
+        }
+
+
 DCLM_THRESHOLD = 0.018112  # DCLM's published cut-off for its fastText classifier (the `dclm` preset)
 
 

@@ -42,6 +42,8 @@ from datapipe.dedup import components
 from datapipe.dedup.graph import bucket_pairs, smallest_connected
 from datapipe.dedup.minhash import jaccard
 from datapipe.dedup.store import (
+    BAND,
+    KEY,
     ShingleStore,
     earlier_shards,
     index_url,
@@ -61,8 +63,6 @@ SHARDS_PER_PART = 8  # a partition holds about this many input shards' keys
 MAX_PARTS = 4096
 CHUNK = 100_000  # records decided per batch where a step walks a whole phase's output
 
-KEY = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("shard", "<i8"), ("doc", "<i8")])
-BAND = np.dtype([("band", "<u8"), ("key", "<u8"), ("shard", "<i8"), ("doc", "<i8"), ("content", "<i8")])
 PAIR = np.dtype([("sa", "<i8"), ("da", "<i8"), ("sb", "<i8"), ("db", "<i8")])
 EDGE = np.dtype(
     [("sa", "<i8"), ("da", "<i8"), ("sb", "<i8"), ("db", "<i8"), ("jaccard", "<f8")]
@@ -101,7 +101,7 @@ class Spill:
     @classmethod
     def of(cls, scratch: str, shards: tuple[Shard, ...] | list[Shard], stage: object = None) -> Spill:
         """The spill of ``stage``'s phase over ``shards`` (with the earlier builds its ``dedup.against`` names)."""
-        against = getattr(getattr(stage, "config", None), "against", ())
+        against = getattr(stage, "earlier_builds", ())  # only a document dedup reads earlier builds' keys
         earlier = earlier_shards(against) if against else ()
         return cls(
             scratch, partition_count(len(shards) + len(earlier)), tuple(s.index for s in shards), earlier
@@ -169,25 +169,6 @@ def _removal_records(items: list[tuple[int, tuple[Any, ...]]]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- documents
-
-
-def key_records(exact: list, bands: list, shard_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """A shard's keys as :meth:`DedupStage.sign_shard` returns them -> (KEY records, BAND records)."""
-    keys = np.zeros(len(exact), dtype=KEY)
-    if exact:
-        hashes = np.array([h for h, _ in exact], dtype=object)
-        keys["hi"] = (hashes >> 64).astype(np.uint64)
-        keys["lo"] = (hashes & ((1 << 64) - 1)).astype(np.uint64)
-        keys["shard"] = shard_index
-        keys["doc"] = [r[1] for _, r in exact]
-    banded = np.zeros(len(bands), dtype=BAND)
-    if bands:
-        banded["band"] = [b for (b, _), _ in bands]
-        banded["key"] = np.array([k for (_, k), _ in bands], dtype=np.uint64)
-        banded["shard"] = shard_index
-        banded["doc"] = [r[1] for _, (r, _) in bands]
-        banded["content"] = [c for _, (_, c) in bands]
-    return keys, banded
 
 
 def sign_shard(stage: DedupStage, spill: Spill, shard: Shard) -> None:

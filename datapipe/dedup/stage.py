@@ -61,6 +61,11 @@ class DedupStage(TwoPhaseStage):
     _cluster_sizes: dict[tuple[int, int], int] | None = field(default=None, repr=False)
 
     @property
+    def earlier_builds(self) -> tuple[str, ...]:
+        """The earlier builds' dedup indexes its global phase reads (``dedup.against``)."""
+        return self.config.against
+
+    @property
     def shape(self) -> DedupShape:
         """Which steps the global phase runs (both engines' paths read it)."""
         return dedup_shape(self.config)
@@ -135,7 +140,7 @@ class DedupStage(TwoPhaseStage):
     def sign_records(self, shard: Shard) -> tuple[np.ndarray, np.ndarray, int]:
         """One shard's keys as the record arrays of the file shuffle (``datapipe.dedup.spill``), also kept in the
         stage's ``index/`` for later builds (``dedup.against``); and its document count."""
-        from datapipe.dedup.spill import key_records
+        from datapipe.dedup.store import key_records
 
         # the progress display sees the stage begin here, not when the shard is applied after the global phase;
         # run_shard's heartbeat for the same shard replaces the file and removes it at the commit

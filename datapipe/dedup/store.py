@@ -375,3 +375,27 @@ def earlier_shards(paths: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
             shards = sorted(int(u.rsplit("-", 1)[1]) for u in fs.glob(fs.join(stage, INDEX, "keys-*")))
             out.extend((stage, s) for s in shards)
     return tuple(out)
+
+
+# a shard's keys in the file shuffle (datapipe.dedup.spill) and in the stored index of a build
+KEY = np.dtype([("hi", "<u8"), ("lo", "<u8"), ("shard", "<i8"), ("doc", "<i8")])
+BAND = np.dtype([("band", "<u8"), ("key", "<u8"), ("shard", "<i8"), ("doc", "<i8"), ("content", "<i8")])
+
+
+def key_records(exact: list, bands: list, shard_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """A shard's keys as :meth:`DedupStage.sign_shard` returns them -> (KEY records, BAND records)."""
+    keys = np.zeros(len(exact), dtype=KEY)
+    if exact:
+        hashes = np.array([h for h, _ in exact], dtype=object)
+        keys["hi"] = (hashes >> 64).astype(np.uint64)
+        keys["lo"] = (hashes & ((1 << 64) - 1)).astype(np.uint64)
+        keys["shard"] = shard_index
+        keys["doc"] = [r[1] for _, r in exact]
+    banded = np.zeros(len(bands), dtype=BAND)
+    if bands:
+        banded["band"] = [b for (b, _), _ in bands]
+        banded["key"] = np.array([k for (_, k), _ in bands], dtype=np.uint64)
+        banded["shard"] = shard_index
+        banded["doc"] = [r[1] for _, (r, _) in bands]
+        banded["content"] = [c for _, (_, c) in bands]
+    return keys, banded

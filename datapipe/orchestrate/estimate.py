@@ -16,7 +16,8 @@ How it is made:
    ``GroupByKey`` on the DirectRunner all of it, as Python objects (~10x); the components hold the near-duplicate
    edges; a ``keep_fraction`` cut-off holds 16 bytes a document; tokenize's consolidation holds one outer chunk
    of the cache (512 MiB of uint32) staged and encoded: ``CONSOLIDATION`` times the smaller of the cache and
-   that chunk, over a worker's memory (measured: 793 MiB at 10^5 pages, 1,614 MiB at 10^6).
+   that chunk, over a worker's memory (measured: 793 MiB at 10^5 pages, 1,614 MiB at 10^6). Exact-substring dedup
+   is planned by its own model (``datapipe.substrings.budget.plan``: chunks from the budget, pairs, peak, disk).
 
 It is an estimate: keep rates and text sizes vary with the corpus (the scale benchmark prints estimate against
 measured; within 2x there). Warnings name the flag that makes a local run fit.
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datapipe.config.mixture import SourceConfig
+from datapipe.config.stages import SubstringsConfig
 from datapipe.io import fs
 from datapipe.orchestrate.plan import SourcePlan
 from datapipe.store.tensorstore_spec import OUTER_CHUNK
@@ -239,6 +241,8 @@ def estimate_source(sp: SourcePlan, sample: SourceSample, workers: int, parts: i
         if st.stage == "paragraphs":
             est.shuffle_mb = docs * chars / 60 * 40 / MIB  # a line record per ~60 characters
             est.rss_mb = max(est.rss_mb, cost.rss_mb + 3 * est.shuffle_mb / max(1, parts))
+        if st.stage == "substrings" and sp.source.substrings is not None:
+            _substrings(est, sp.source.substrings, docs * chars)
         if st.stage == "tokenize":  # one process writes the cache an outer chunk at a time
             est.rss_mb = cost.rss_mb + CONSOLIDATION * min(est.disk_mb, OUTER_CHUNK * 4 / MIB)
         if st.stage == "quality" and getattr(sp.source.quality, "keep_fraction", None):
@@ -246,6 +250,33 @@ def estimate_source(sp: SourcePlan, sample: SourceSample, workers: int, parts: i
         out.append(est)
         docs = kept
     return out
+
+
+def _substrings(est: StageEstimate, cfg: SubstringsConfig, chars: float) -> None:
+    """Exact-substring dedup's plan (:func:`datapipe.substrings.budget.plan`): its text (about a byte a character
+    of the sampled text; more in scripts of several bytes a character) in chunks sized by the budget, the pair
+    merges, the peak memory of the whole phase, its work folder (kept with the stage for later builds) and
+    time."""
+    from datapipe.substrings.budget import plan
+    from datapipe.substrings.phase import threads
+
+    prior = sum(_work_bytes(stage_dir) for stage_dir in cfg.against)
+    sized = plan(int(chars), cfg.budget_mb, cfg.min_bytes, threads(), prior_bytes=prior)
+    est.seconds += sized.seconds
+    est.rss_mb = max(est.rss_mb, float(sized.peak_mb))
+    est.disk_mb += sized.disk_mb * 1e6 / MIB
+    est.notes.append(sized.line())
+
+
+def _work_bytes(stage_dir: str) -> int:
+    """The text bytes of an earlier build's substrings stage (its work folder's layout); 0 if it has none."""
+    from datapipe.substrings.stage import WORK
+    from datapipe.substrings.work import SubstringsError, read_layout
+
+    try:
+        return read_layout(fs.local_path(fs.join(stage_dir, WORK))).total_bytes
+    except SubstringsError:
+        return 0
 
 
 def plan_resources(

@@ -19,7 +19,10 @@ from datapipe.runtime.stage import Stage
 DEDUP = "dedup"  # exact groups and MinHash components -> per-shard removal lists (datapipe.dedup.components)
 PARAGRAPHS = "paragraphs"  # repeated lines -> per-shard line removals
 QUALITY_CUTOFF = "quality_cutoff"  # a global quantile of scores -> one cut-off (datapipe.quality.cutoff)
-PHASES = (DEDUP, PARAGRAPHS, QUALITY_CUTOFF)
+SUBSTRINGS = (
+    "substrings"  # the text of every shard -> suffix-array units -> repeated spans (datapipe.substrings)
+)
+PHASES = (DEDUP, PARAGRAPHS, QUALITY_CUTOFF, SUBSTRINGS)
 # each phase's task table (module, name): the rows every engine runs in order, a row's tasks in parallel as it
 # likes; a task is (name, function(stage, plan, item), what the row's tasks share out: shards, partitions, earlier
 # builds' shards, or once), the plan a datapipe.dedup.spill.Spill
@@ -27,6 +30,7 @@ _PHASE_TASKS = {
     DEDUP: ("datapipe.dedup.spill", "DEDUP_TASKS"),
     PARAGRAPHS: ("datapipe.dedup.spill", "LINE_TASKS"),
     QUALITY_CUTOFF: ("datapipe.quality.phase", "QUALITY_TASKS"),
+    SUBSTRINGS: ("datapipe.substrings.phase", "SUBSTRINGS_TASKS"),
 }
 
 
@@ -131,6 +135,19 @@ def _dedup_config(
     return doc
 
 
+def _substrings_config(
+    mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str
+) -> dict[str, object] | None:
+    """The substrings config, and with ``against`` the earlier stages' folder names (they carry their version
+    hashes): a rebuilt earlier build makes this stage run again."""
+    if src.substrings is None:
+        return None
+    doc = src.substrings.to_dict()
+    if src.substrings.against:
+        doc["against_stages"] = [d.rstrip("/").rsplit("/", 1)[-1] for d in src.substrings.against]
+    return doc
+
+
 def _extract_config(mixture: MixtureConfig, src: SourceConfig, tokenizer_sha256: str) -> dict[str, object]:
     """The extract stage's config, and when datapipe's learned extractor runs, its shipped models' digests: models
     trained again decide other blocks, so the stage's output is another version."""
@@ -155,6 +172,12 @@ STAGES: tuple[StageKind, ...] = (
         _config_of("paragraphs"),
         _document_stage("datapipe.dedup.stage:ParagraphStage", "paragraphs"),
         PARAGRAPHS,
+    ),
+    StageKind(
+        "substrings",
+        _substrings_config,
+        _document_stage("datapipe.substrings.stage:SubstringsStage", "substrings"),
+        SUBSTRINGS,
     ),
     StageKind(
         "quality",
@@ -182,6 +205,7 @@ WORKER_MODULES = (
     "datapipe.extract.stage",
     "datapipe.filters.stage",
     "datapipe.dedup.stage",
+    "datapipe.substrings.stage",
     "datapipe.quality.stage",
     "datapipe.decon.stage",
     "datapipe.pii.stage",

@@ -77,6 +77,21 @@ def chunk_bytes_for(budget_mb: int, min_bytes: int) -> int:
     return min(chunk, (1 << 31) - (1 << 20))
 
 
+def _peak(size: int, corpus_bytes: int, prior_bytes: int, min_bytes: int, threads: int) -> float:
+    """The largest resident set of the units (module docstring): sorting a chunk, merging a pair on ``threads``
+    threads, or finishing a chunk, over the interpreter's own."""
+    mb = 1 << 20
+    return (
+        BASE_MB
+        + FIXED_MB
+        + max(
+            SORT_BYTES_PER_BYTE * min(size, corpus_bytes + min_bytes) / mb,
+            2 * min(size, corpus_bytes + prior_bytes) / mb + 50 * threads,
+            2 * min(size, corpus_bytes) / mb + 60,
+        )
+    )
+
+
 def plan(
     corpus_bytes: int,
     budget_mb: int = 1024,
@@ -92,16 +107,16 @@ def plan(
     chunks = -(-corpus_bytes // size) if corpus_bytes else 0
     prior_chunks = -(-prior_bytes // size) if prior_bytes else 0
     pairs = chunks * (chunks - 1) // 2 + chunks * prior_chunks
-    mb = 1 << 20
-    peak = (
-        BASE_MB
-        + FIXED_MB
-        + max(
-            SORT_BYTES_PER_BYTE * min(size, corpus_bytes + min_bytes) / mb,
-            2 * min(size, corpus_bytes + prior_bytes) / mb + 50 * threads,
-            2 * min(size, corpus_bytes) / mb + 60,
-        )
+    # the pair merges' threads each hold their pieces: as many as fit the budget (one at least)
+    threads = next(
+        (
+            t
+            for t in range(threads, 0, -1)
+            if _peak(size, corpus_bytes, prior_bytes, min_bytes, t) <= budget_mb
+        ),
+        1,
     )
+    peak = _peak(size, corpus_bytes, prior_bytes, min_bytes, threads)
     text_mb = corpus_bytes / 1e6
     merged_mb = pairs * 2 * min(size, corpus_bytes) / 1e6
     seconds = (
