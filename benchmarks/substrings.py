@@ -45,7 +45,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from datapipe import HtmlExtractor  # noqa: E402
+from datapipe import HtmlExtractor, kept_ranges  # noqa: E402
 from datapipe import substring_spans as spans_of  # noqa: E402
 from datapipe import substrings as S  # noqa: E402
 from datapipe import substrings_reference as REFERENCE  # noqa: E402
@@ -364,18 +364,10 @@ def spans_equal(work: Path, texts: list[bytes], keep: str, ref: np.ndarray) -> b
         want = [(a, b) for a, b, _ in spans_of(mine, texts[i], lo, MIN_BYTES, False)]
         if [(s.start, s.end) for s in result.spans] != want:
             return False
-        kept = b"".join(texts[i][a:b] for a, b in _gaps(want, len(texts[i])))
+        kept = b"".join(texts[i][a:b] for a, b in kept_ranges(want, len(texts[i])))
         if result.text.encode("utf-8", "surrogatepass") != kept:
             return False
     return len(got) == len(texts)
-
-
-def _gaps(spans: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
-    out, at = [], 0
-    for a, b in spans:
-        out.append((at, a))
-        at = b
-    return [*out, (at, n)]
 
 
 def stage(root: str, work: str, budget_mb: int, threads: int) -> None:

@@ -123,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "substrings": "datapipe.substrings:",
     "substrings_reference": "datapipe.substrings.reference:",
     "substring_spans": "datapipe.substrings.apply:spans_of",
+    "kept_ranges": "datapipe.substrings.apply",
     # dedup and its global phase
     "Shingler": "datapipe.dedup.minhash",
     "WordMinHash": "datapipe.dedup.wordsig",

@@ -70,6 +70,16 @@ def build_small_on(
     return out, proc
 
 
+def small_build_fixture(engine: str, *flags: str) -> Callable[..., object]:
+    """A module fixture: the small mixture built on ``engine`` with ``flags``, (its output, the process)."""
+
+    @pytest.fixture(scope="module")
+    def built(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+        return build_small_on(small_mixture, tmp_path_factory.mktemp(engine), "--engine", engine, *flags)
+
+    return built
+
+
 def build_on_both_engines(mixture: Path, folder: Path) -> Path:
     """Build ``mixture`` on Beam into ``folder/beam`` and on datatrove into ``folder/datatrove``; assert that both
     wrote the same bytes (datatrove's own bookkeeping and the code's commit aside); the Beam output."""

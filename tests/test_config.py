@@ -49,16 +49,32 @@ def _error_for(tmp_path, text: str) -> ConfigError:
 BASE = SMALL_MIXTURE.format(root=CORPORA)
 
 
-def test_wrong_type_names_the_field(tmp_path):
-    err = _error_for(tmp_path, BASE.replace("weight: 3", "weight: lots"))
-    assert err.field == "sources.web.weight"
-    assert "expected number" in err.message and "'lots'" in err.message
+# (the mixture's text changed, the field the one-line error names, what its message says)
+FIELD_ERRORS = [
+    ("weight: 3", "weight: lots", "sources.web.weight", ["expected number", "'lots'"]),
+    (
+        "    format: parquet",
+        "    format: parquet\n    colour: blue",
+        "sources.code.colour",
+        ["unknown key 'colour'", "allowed:"],
+    ),
+    (
+        "code/stdlib-00000.parquet",
+        "code/nothing-*.parquet",
+        "sources.code.paths[0]",
+        ["no file matches", "nothing-*.parquet"],
+    ),
+    ("weight: 1.5", "weight: -1.5", "sources.prose.weight", ["expected a number > 0, got -1.5"]),
+]
 
 
-def test_unknown_key_names_the_field(tmp_path):
-    err = _error_for(tmp_path, BASE.replace("    format: parquet", "    format: parquet\n    colour: blue"))
-    assert err.field == "sources.code.colour"
-    assert "unknown key 'colour'" in err.message and "allowed:" in err.message
+@pytest.mark.parametrize(
+    "old, new, field, said", FIELD_ERRORS, ids=["type", "unknown_key", "no_file", "negative"]
+)
+def test_an_error_names_the_field(tmp_path, old, new, field, said):
+    err = _error_for(tmp_path, BASE.replace(old, new))
+    assert err.field == field
+    assert all(part in err.message for part in said), err.message
 
 
 def test_an_option_the_extraction_method_lacks_names_both(tmp_path):
@@ -107,18 +123,6 @@ def test_every_problem_is_listed_with_a_near_miss_named(tmp_path):
 def test_unknown_top_level_key(tmp_path):
     err = _error_for(tmp_path, BASE + "shuffle_buffer: 10\n")
     assert err.field == "shuffle_buffer"
-
-
-def test_missing_source_path_names_the_field(tmp_path):
-    err = _error_for(tmp_path, BASE.replace("code/stdlib-00000.parquet", "code/nothing-*.parquet"))
-    assert err.field == "sources.code.paths[0]"
-    assert "no file matches" in err.message and "nothing-*.parquet" in err.message
-
-
-def test_negative_weight_names_the_field(tmp_path):
-    err = _error_for(tmp_path, BASE.replace("weight: 1.5", "weight: -1.5"))
-    assert err.field == "sources.prose.weight"
-    assert err.message.startswith("expected a number > 0, got -1.5")
 
 
 def test_missing_required_and_bad_enum(tmp_path):

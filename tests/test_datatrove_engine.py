@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, build_small_on, engine_cmd, run_build, tree_digest
+from tests.conftest import REPO, engine_cmd, run_build, small_build_fixture, tree_digest
 from tests.slurm_cluster import ensure_installed, local_cluster
 
 # What may differ between engines: the global phases' run statistics (Beam's shuffle bytes and metrics, datatrove's
@@ -38,11 +38,7 @@ def comparable(out: Path) -> dict[str, str]:
 dt_build = engine_cmd("datatrove")
 
 
-@pytest.fixture(scope="module")
-def datatrove_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    return build_small_on(
-        small_mixture, tmp_path_factory.mktemp("dt"), "--engine", "datatrove", "--workers", "2"
-    )
+datatrove_small = small_build_fixture("datatrove", "--workers", "2")
 
 
 def test_local_executor_writes_what_beam_writes(built_small, datatrove_small):

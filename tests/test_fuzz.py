@@ -251,61 +251,35 @@ def passed(examples: list[int]) -> None:
 # ----------------------------------------------------------------------------------------------- readers
 
 
-def test_warc_reader_on_random_bytes(folder):
+@pytest.mark.parametrize("fmt", ["warc", "jsonl"])
+def test_reader_on_random_bytes(folder, fmt):
     examples: list[int] = []
+    suffixes = [".warc.gz", ".warc", ".warc.lz4"] if fmt == "warc" else list(JSONL_SEEDS)
 
     @fuzz_settings(400)
-    @given(suffix=st.sampled_from([".warc.gz", ".warc", ".warc.lz4"]), data=st.binary(max_size=4096))
+    @given(suffix=st.sampled_from(suffixes), data=st.binary(max_size=4096))
     def check(suffix, data):
         path = write(folder, suffix, data)
-        read_controlled(path, "warc")
-        check_controlled(path, "warc")
+        read_controlled(path, fmt)
+        check_controlled(path, fmt)
         examples.append(1)
 
     check()
     passed(examples)
 
 
-def test_warc_reader_on_damaged_real_files(folder):
+@pytest.mark.parametrize("fmt", ["warc", "jsonl"])
+def test_reader_on_damaged_real_files(folder, fmt):
     examples: list[int] = []
+    seeds = WARC_SEEDS if fmt == "warc" else JSONL_SEEDS
 
     @fuzz_settings(1500)
-    @given(data=st.data(), suffix=st.sampled_from(list(WARC_SEEDS)))
+    @given(data=st.data(), suffix=st.sampled_from(list(seeds)))
     def check(data, suffix):
-        path = write(folder, suffix, data.draw(damaged(WARC_SEEDS[suffix])))
-        read_controlled(path, "warc")
-        check_controlled(path, "warc")
-        examples.append(1)
-
-    check()
-    passed(examples)
-
-
-def test_jsonl_reader_on_random_bytes(folder):
-    examples: list[int] = []
-
-    @fuzz_settings(400)
-    @given(suffix=st.sampled_from(list(JSONL_SEEDS)), data=st.binary(max_size=4096))
-    def check(suffix, data):
-        path = write(folder, suffix, data)
-        read_controlled(path, "jsonl")
-        check_controlled(path, "jsonl")
-        examples.append(1)
-
-    check()
-    passed(examples)
-
-
-def test_jsonl_reader_on_damaged_real_files(folder):
-    examples: list[int] = []
-
-    @fuzz_settings(1500)
-    @given(data=st.data(), suffix=st.sampled_from(list(JSONL_SEEDS)))
-    def check(data, suffix):
-        path = write(folder, suffix, data.draw(damaged(JSONL_SEEDS[suffix])))
-        docs = read_controlled(path, "jsonl")
-        check_controlled(path, "jsonl")
-        if docs is None:  # only a file that does not start like its compression may be refused as a whole
+        path = write(folder, suffix, data.draw(damaged(seeds[suffix])))
+        docs = read_controlled(path, fmt)
+        check_controlled(path, fmt)
+        if fmt == "jsonl" and docs is None:  # only a file not starting like its compression is refused whole
             assert suffix != ".jsonl"
         examples.append(1)
 

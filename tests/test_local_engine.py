@@ -22,9 +22,9 @@ from datapipe import DatapipeError
 from tests.conftest import (
     CORPORA,
     REPO,
-    build_small_on,
     engine_cmd,
     run_build,
+    small_build_fixture,
     tree_digest,
     write_mixture,
 )
@@ -34,11 +34,7 @@ from tests.test_reliability import _committed, interrupt_at, kill_mix  # noqa: F
 local = engine_cmd("local")
 
 
-@pytest.fixture(scope="module")
-def local_small(small_mixture, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    return build_small_on(
-        small_mixture, tmp_path_factory.mktemp("local"), "--engine", "local", "--processes", "2"
-    )
+local_small = small_build_fixture("local", "--processes", "2")
 
 
 def test_writes_what_beam_writes_and_prints_its_lines(built_small, local_small):

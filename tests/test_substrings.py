@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from datapipe import substrings as S
-from datapipe.substrings.apply import spans_of
+from datapipe.substrings.apply import kept_ranges, spans_of
 from datapipe.substrings.kernels import KEPT, runs_of
 from datapipe.substrings.reference import join_runs, reference_runs
 from datapipe.substrings.steps import runs_path
@@ -155,7 +155,7 @@ def test_spans_shrink_to_whole_characters(tmp_path):
             for s in r.spans:
                 data[s.start : s.end].decode("utf-8")  # whole characters
             assert r.text == "".join(
-                data[x:y].decode() for x, y in gaps([(s.start, s.end) for s in r.spans], len(data))
+                data[x:y].decode() for x, y in kept_ranges([(s.start, s.end) for s in r.spans], len(data))
             )
     doc_b = results(tmp_path, "first")[1]
     assert [(s.start, s.end) for s in doc_b.spans] == [(2, 2 + len(shared[1:].encode()))]
@@ -163,14 +163,6 @@ def test_spans_shrink_to_whole_characters(tmp_path):
     data = "aé€b".encode()
     cut = spans_of(np.array([(2, 1, 100)], RUN), data, 0, 4, False)  # bytes 2..6: half é, €, b
     assert cut == [(3, 6, [(3, 6, 101)])]
-
-
-def gaps(spans: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
-    out, at = [], 0
-    for a, b in spans:
-        out.append((at, a))
-        at = b
-    return [*out, (at, n)]
 
 
 def test_keep_first_keeps_one_copy_none_keeps_none(tmp_path):

@@ -266,13 +266,8 @@ class SubstringsConfig:
 
     def to_dict(self) -> dict[str, object]:
         # the budget changes how the work is cut, never what is removed: it is not part of the stage's hash
-        return {
-            "min_bytes": self.min_bytes,
-            "keep": self.keep,
-            "lines": self.lines,
-            "min_chars": self.min_chars,
-            **({"against": list(self.against)} if self.against else {}),
-        }
+        decided = {k: getattr(self, k) for k in ("min_bytes", "keep", "lines", "min_chars")}
+        return decided | ({"against": list(self.against)} if self.against else {})
 
 
 DCLM_THRESHOLD = 0.018112  # DCLM's published cut-off for its fastText classifier (the `dclm` preset)

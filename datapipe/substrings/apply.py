@@ -136,6 +136,15 @@ class DocIndex:
         return i + self.first, pos - int(self.starts[i])
 
 
+def kept_ranges(spans: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
+    """The byte ranges of a document of ``n`` bytes left between its removed ``spans`` (sorted, disjoint)."""
+    out, at = [], 0
+    for a, b in spans:
+        out.append((at, a))
+        at = b
+    return [*out, (at, n)]
+
+
 def apply_part(work: str | Path, part: int, keep: str, lines: bool = False) -> Iterator[Result]:
     """Yield every document of part ``part``, in order, with its removed spans and its new text.
 
@@ -157,16 +166,12 @@ def apply_part(work: str | Path, part: int, keep: str, lines: bool = False) -> I
                 continue
             index = index or DocIndex(work, layout)
             spans = []
-            kept_text = []
-            at = 0
             for a, b, pieces in spans_of(found, data, lo, k, lines):
                 located = []
                 for s, e, copy in pieces:
                     doc, offset = index.locate(copy)
                     located.append(Piece(s, e, doc, offset))
                 spans.append(Span(a, b, tuple(located)))
-                kept_text.append(data[at:a])
-                at = b
-            kept_text.append(data[at:])
-            text = b"".join(kept_text).decode("utf-8", "surrogatepass")
+            kept = kept_ranges([(s.start, s.end) for s in spans], len(data))
+            text = b"".join(data[a:b] for a, b in kept).decode("utf-8", "surrogatepass")
             yield Result(first_doc + i, hi - lo, tuple(spans), text)
