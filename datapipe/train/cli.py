@@ -32,7 +32,7 @@ def add_train_parser(sub) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     t.add_argument("--mixture", help="mixture.json (or its folder) from build_mixture")
-    t.add_argument("--model", help="preset: tiny, 150m, 1b, marin_8b")
+    t.add_argument("--model", help="preset: tiny, 150m, 850m, 1b, marin_8b")
     t.add_argument("--steps", type=int, help="total steps of the run")
     t.add_argument("--config", help="a train YAML (schemas/train.schema.json); flags and overrides win")
     t.add_argument(

@@ -11,6 +11,7 @@ Every parameter has named logical axes (:data:`PARAM_AXES`); ``datapipe.train.sh
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
 import jax
@@ -19,6 +20,7 @@ import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 from jax.sharding import NamedSharding, PartitionSpec
 
+from datapipe.train.splash import RESIDUALS as SPLASH_RESIDUALS
 from datapipe.train.splash import splash_attention
 from datapipe.train.splash import supports as splash_supports
 
@@ -69,10 +71,13 @@ class ModelConfig:
     rope_scaling: RopeScaling | None = None
     norm_eps: float = 1e-5
     compute_dtype: str = "bfloat16"
-    remat: str = "dots_no_batch"  # none | full | dots | dots_no_batch | dots_attention
+    remat: str = (
+        "dots_no_batch"  # none | full | dots | dots_no_batch | dots_attention | attention | attention_offload
+    )
     attention: str = "auto"  # auto | xla | cudnn | splash: see attention_kernel
     init_std: float = 0.02
     context_length: int = 0  # the context a model states (an imported one's); 0: the length it is trained on
+    loss_chunk: int = 0  # sequence positions per LM-head chunk (0: all logits at once); see chunked_loss_sums
 
     @property
     def dh(self) -> int:
@@ -113,6 +118,21 @@ PRESETS: dict[str, ModelConfig] = {
         d_ff=8192,
         tie_embeddings=True,
         rope_theta=5e5,
+    ),
+    # A Llama-shaped model whose training state and a batch of 3 x 4096 tokens fit one 16 GB chip (TPU
+    # v5e) with bf16 moments, the attention remat policy and the chunked LM-head loss (docs/training.md, "Memory").
+    # Head dim 128 (the TPU's lanes; the 1b preset's 64 halves the attention kernel's matmul width).
+    "850m": ModelConfig(
+        "850m",
+        d_model=2048,
+        n_layers=12,
+        n_heads=16,
+        n_kv_heads=8,
+        d_ff=8192,
+        tie_embeddings=True,
+        rope_theta=5e5,
+        remat="attention",
+        loss_chunk=512,
     ),
     "marin_8b": ModelConfig(
         "marin_8b", d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_theta=5e5
@@ -249,6 +269,9 @@ def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None
     v = jnp.einsum("btd,dhk->bthk", x, lp["wv"].astype(dtype))
     freqs = rope_frequencies(cfg)
     q, k = _rotary(q, positions, freqs), _rotary(k, positions, freqs)
+    # what the attention remat policies keep: the kernel's inputs (its backward needs them; the projections that
+    # made them are then not run again)
+    q, k, v = checkpoint_name(q, "query"), checkpoint_name(k, "key"), checkpoint_name(v, "value")
     kernel = attention_kernel(cfg, seq_len=t)
     if kernel == "cudnn":
         out = fused_attention(q, k, v, mask, "cudnn")
@@ -268,28 +291,84 @@ def _attention(x, lp, mask, positions, cfg: ModelConfig, dtype, segment_ids=None
 
 
 def _mlp(x, lp, dtype) -> jax.Array:
-    gate = jnp.einsum("btd,df->btf", x, lp["w_gate"].astype(dtype))
-    up = jnp.einsum("btd,df->btf", x, lp["w_up"].astype(dtype))
+    gate = checkpoint_name(jnp.einsum("btd,df->btf", x, lp["w_gate"].astype(dtype)), "mlp_gate")
+    up = checkpoint_name(jnp.einsum("btd,df->btf", x, lp["w_up"].astype(dtype)), "mlp_up")
     return jnp.einsum("btf,fd->btd", jax.nn.silu(gate) * up, lp["w_down"].astype(dtype))
 
 
-REMAT_POLICIES = {
-    "none": None,
-    "full": jax.checkpoint_policies.nothing_saveable,
-    "dots": jax.checkpoint_policies.checkpoint_dots,
-    "dots_no_batch": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
-    # also keep each layer's attention output, so the backward pass does not run attention forward again
-    "dots_attention": jax.checkpoint_policies.save_from_both_policies(
-        jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
-        jax.checkpoint_policies.save_only_these_names("attention"),
-    ),
-}
+_dots = jax.checkpoint_policies.dots_with_no_batch_dims_saveable
+_names = jax.checkpoint_policies.save_only_these_names
+_both = jax.checkpoint_policies.save_from_both_policies
+_QKV = ("query", "key", "value")
 
 
-def forward(
+def _attention_offload_policy(saved):
+    """``saved`` (a policy) on the chip, and the MLP's gate and up projections copied to the host's memory in the
+    forward pass and back for the backward (JAX's memory kinds), instead of running them again."""
+    from jax._src.interpreters import partial_eval as pe
+
+    offload = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[],
+        names_which_can_be_offloaded=["mlp_gate", "mlp_up"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
+
+    def policy(prim, *args, **params):
+        return pe.Saveable if saved(prim, *args, **params) else offload(prim, *args, **params)
+
+    return policy
+
+
+REMAT_POLICIES = (
+    "none",
+    "full",
+    "dots",
+    "dots_no_batch",
+    "dots_attention",
+    "attention",
+    "attention_offload",
+)
+HOST_OFFLOAD_POLICIES = ("attention_offload",)  # TPU only: they move activations to the host's memory
+
+
+def remat_policy(name: str, kernel: str):
+    """The ``jax.checkpoint`` policy of ``model.remat`` (``None``: no rematerialization) for an attention kernel.
+
+    ``dots_no_batch``: keep every matmul output without batch dimensions (all projections), run the rest again.
+    ``dots_attention``: that, and the attention's output (with splash, the kernel's outputs), so the backward pass
+    does not run attention forward again. ``attention``: keep only the attention's inputs (q, k, v) and output, run
+    the norms and the MLP again (a third of the MLP's forward FLOPs): the policy for a model whose activations
+    would not fit otherwise. ``attention_offload``: ``attention`` with the MLP's gate and up projections kept in
+    the host's memory (TPU only). ``full``: keep only each layer's input."""
+    if name not in REMAT_POLICIES:
+        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)}, got {name!r}")
+    # With splash, what the kernel's backward reads (its output and logsumexp, named by the kernel: a name on the
+    # kernel's result would not do, the backward reads the kernel's own residuals); elsewhere the named attention
+    # output (the cuDNN and XLA paths). Saving all the kernel's outputs would keep its logsumexp 128 lanes wide:
+    # 512 bytes a token and head, as much as the 850m preset's q, k, v and output together.
+    attention = _names(SPLASH_RESIDUALS) if kernel == "splash" else _names("attention")
+    if name == "none":
+        return None
+    if name == "full":
+        return jax.checkpoint_policies.nothing_saveable
+    if name == "dots":
+        return jax.checkpoint_policies.checkpoint_dots
+    if name == "dots_no_batch":
+        return _dots
+    if name == "dots_attention":
+        return _both(_dots, attention)
+    saved = _both(_names(*_QKV), attention)
+    if name == "attention":
+        return saved
+    return _attention_offload_policy(saved)
+
+
+def hidden_states(
     params: Params, input_ids: jax.Array, segment_ids: jax.Array, cfg: ModelConfig, activation_sharding=None
 ) -> jax.Array:
-    """Logits ``[batch, seq, vocab]`` in fp32. Positions restart at 0 in every segment."""
+    """The last layer's output after the final norm, ``[batch, seq, d_model]`` in ``compute_dtype``: what the LM
+    head multiplies. Positions restart at 0 in every segment."""
     dtype = jnp.dtype(cfg.compute_dtype)
     mask = attention_mask(segment_ids)  # unused where the kernel is splash (XLA drops it)
     starts = jnp.concatenate(
@@ -307,10 +386,9 @@ def forward(
         h = h + _mlp(_rms_norm(h, lp["mlp_norm"], cfg.norm_eps), lp, dtype)
         return constrain(h), None
 
-    if cfg.remat not in REMAT_POLICIES:
-        raise ValueError(f"remat must be one of {', '.join(REMAT_POLICIES)}, got {cfg.remat!r}")
     if cfg.remat != "none":
-        layer = jax.checkpoint(layer, policy=REMAT_POLICIES[cfg.remat], prevent_cse=False)
+        policy = remat_policy(cfg.remat, attention_kernel(cfg, seq_len=segment_ids.shape[1]))
+        layer = jax.checkpoint(layer, policy=policy, prevent_cse=False)
     table = params["embed"].astype(dtype)
     if (
         activation_sharding is not None
@@ -320,9 +398,21 @@ def forward(
         )
     h = constrain(table[input_ids])
     h, _ = jax.lax.scan(layer, h, params["layers"])
-    h = _rms_norm(h, params["final_norm"], cfg.norm_eps)
-    head = params["embed"].T if cfg.tie_embeddings else params["lm_head"]
-    return jnp.einsum("btd,dv->btv", h, head.astype(dtype)).astype(jnp.float32)
+    return _rms_norm(h, params["final_norm"], cfg.norm_eps)
+
+
+def output_head(params: Params, cfg: ModelConfig) -> jax.Array:
+    """The LM head ``[d_model, vocab]`` (fp32): the embedding's transpose when tied."""
+    return params["embed"].T if cfg.tie_embeddings else params["lm_head"]
+
+
+def forward(
+    params: Params, input_ids: jax.Array, segment_ids: jax.Array, cfg: ModelConfig, activation_sharding=None
+) -> jax.Array:
+    """Logits ``[batch, seq, vocab]`` in fp32. Positions restart at 0 in every segment."""
+    h = hidden_states(params, input_ids, segment_ids, cfg, activation_sharding)
+    head = output_head(params, cfg).astype(jnp.dtype(cfg.compute_dtype))
+    return jnp.einsum("btd,dv->btv", h, head).astype(jnp.float32)
 
 
 def loss_sums(
@@ -337,11 +427,113 @@ def loss_sums(
     Targets are next tokens in the same document (the prediction across a document edge and padding are skipped);
     the objective adds ``z_loss * logsumexp^2`` per target. The mean loss is ``cross-entropy / count``."""
     ids, seg = batch["input_ids"], batch["segment_ids"]
-    logits = forward(params, ids, seg, cfg, activation_sharding)[:, :-1]
     targets = ids[:, 1:]
     valid = (seg[:, 1:] == seg[:, :-1]) & (seg[:, 1:] >= 0)
+    count = valid.sum().astype(jnp.float32)
+    if cfg.loss_chunk:
+        h = hidden_states(params, ids, seg, cfg, activation_sharding)
+        # every position, the last one with no target
+        targets_all = jnp.concatenate([targets, jnp.zeros_like(ids[:, :1])], axis=1)
+        valid_all = jnp.concatenate([valid, jnp.zeros_like(valid[:, :1])], axis=1)
+        objective, ce = chunked_cross_entropy(
+            h, output_head(params, cfg), targets_all, valid_all, z_loss, cfg.loss_chunk
+        )
+        return objective, (ce, count)
+    logits = forward(params, ids, seg, cfg, activation_sharding)[:, :-1]
     lse = jax.nn.logsumexp(logits, axis=-1)
     target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
     ce = jnp.where(valid, lse - target_logit, 0.0).sum()
     objective = ce + z_loss * jnp.where(valid, lse * lse, 0.0).sum() if z_loss else ce
-    return objective, (ce, valid.sum().astype(jnp.float32))
+    return objective, (ce, count)
+
+
+def check_loss_chunk(chunk: int, seq_len: int) -> None:
+    if chunk < 0 or (chunk and seq_len % chunk):
+        raise ValueError(f"loss_chunk {chunk} must divide seq_len {seq_len} (or be 0: no chunks)")
+
+
+def _chunks(h: jax.Array, targets: jax.Array, valid: jax.Array, chunk: int):
+    """``[batch, seq, ...]`` -> ``[seq / chunk, batch, chunk, ...]``, the scan's order."""
+    check_loss_chunk(chunk, h.shape[1])
+
+    def split(x):
+        return x.reshape(x.shape[0], x.shape[1] // chunk, chunk, *x.shape[2:]).swapaxes(0, 1)
+
+    return split(h), split(targets), split(valid)
+
+
+def _einsum_f32(spec: str, a: jax.Array, b: jax.Array) -> jax.Array:
+    """``einsum`` with an fp32 result from ``compute_dtype`` operands: the accelerators' matmul accumulates in fp32
+    and returns that; XLA's CPU backend does not take bf16 x bf16 -> fp32 for every shape, so there the operands
+    are widened first (exactly: bf16 values are fp32 values)."""
+    if jax.default_backend() == "cpu":
+        return jnp.einsum(spec, a.astype(jnp.float32), b.astype(jnp.float32))
+    return jnp.einsum(spec, a, b, preferred_element_type=jnp.float32)
+
+
+def _chunk_loss(x, w, t, v, z_loss: float):
+    """(cross-entropy sum, z-loss sum, fp32 logits, logsumexp) of one chunk; logits straight from the matmul's fp32
+    accumulator (the reference path rounds them to ``compute_dtype`` first)."""
+    logits = _einsum_f32("bcd,dv->bcv", x, w)
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    target = jnp.take_along_axis(logits, t[..., None], axis=-1)[..., 0]
+    ce = jnp.where(v, lse - target, 0.0).sum()
+    zz = jnp.where(v, lse * lse, 0.0).sum() if z_loss else jnp.zeros((), jnp.float32)
+    return ce, zz, logits, lse
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(4, 5))
+def chunked_cross_entropy(h, head, targets, valid, z_loss: float, chunk: int):
+    """(objective, cross-entropy) summed over the valid targets, as :func:`loss_sums` computes them from the full
+    logits, but ``chunk`` sequence positions at a time under ``lax.scan``: the ``[batch, seq, vocab]`` logits (fp32,
+    6.6 GB for 8 x 4096 tokens of GPT-2's vocabulary) never exist whole, only ``[batch, chunk, vocab]`` of them.
+
+    Differentiated, each chunk's logits give their gradients at once (softmax minus the target, in the forward
+    pass), so nothing is recomputed: the backward pass scales the stored ``d h`` (``[batch, seq, d_model]``) and
+    ``d head`` (fp32, accumulated over the chunks). Only the objective is differentiated: the cross-entropy's own
+    cotangent counts only where the objective is the cross-entropy (``z_loss`` 0)."""
+    dtype = h.dtype
+    w = head.astype(dtype)
+
+    def body(acc, xs):
+        x, t, v = xs
+        ce, zz, _, _ = _chunk_loss(x, w, t, v, z_loss)
+        return (acc[0] + ce, acc[1] + zz), None
+
+    zero = jnp.zeros((), jnp.float32)
+    (ce, zz), _ = jax.lax.scan(body, (zero, zero), _chunks(h, targets, valid, chunk))
+    return ce + z_loss * zz, ce
+
+
+def _chunked_fwd(h, head, targets, valid, z_loss: float, chunk: int):
+    dtype = h.dtype
+    w = head.astype(dtype)
+    vocab = w.shape[1]
+
+    def body(carry, xs):
+        d_head, ce_acc, zz_acc = carry
+        x, t, v = xs
+        ce, zz, logits, lse = _chunk_loss(x, w, t, v, z_loss)
+        # d objective / d logits: softmax * (1 + 2 z lse) - one-hot(target), on valid positions
+        scale = jnp.where(v, 1.0 + 2.0 * z_loss * lse, 0.0)
+        hit = (jnp.arange(vocab, dtype=t.dtype) == t[..., None]) & v[..., None]
+        d_logits = (jnp.exp(logits - lse[..., None]) * scale[..., None] - hit).astype(dtype)
+        d_x = jnp.einsum("bcv,dv->bcd", d_logits, w)
+        d_head = d_head + _einsum_f32("bcd,bcv->dv", x, d_logits)
+        return (d_head, ce_acc + ce, zz_acc + zz), d_x
+
+    zero = jnp.zeros((), jnp.float32)
+    init = (jnp.zeros(head.shape, jnp.float32), zero, zero)
+    (d_head, ce, zz), d_x = jax.lax.scan(body, init, _chunks(h, targets, valid, chunk))
+    d_h = d_x.swapaxes(0, 1).reshape(h.shape)
+    return (ce + z_loss * zz, ce), (d_h, d_head)
+
+
+def _chunked_bwd(z_loss: float, chunk: int, residuals, cotangents):
+    d_h, d_head = residuals
+    g_objective, g_ce = cotangents
+    g = g_objective + g_ce if not z_loss else g_objective
+    return (d_h * g.astype(d_h.dtype), d_head * g, None, None)
+
+
+chunked_cross_entropy.defvjp(_chunked_fwd, _chunked_bwd)
