@@ -43,6 +43,8 @@ class OptimizerConfig:
     grad_clip: float = 1.0
     z_loss: float = 0.0
     decay_embeddings: bool = False
+    moment_dtype: str = "float32"  # float32 | bfloat16: AdamW's two moments (bf16 halves the optimizer state)
+    offload: bool = False  # keep the moments in the host's memory between steps (TPU only)
 
 
 @dataclass(frozen=True)

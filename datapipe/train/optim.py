@@ -1,10 +1,13 @@
-"""AdamW with weight-decay masks, global-norm clipping and learning-rate schedules that change by phase."""
+"""AdamW with weight-decay masks, global-norm clipping and learning-rate schedules that change by phase; its two
+moments in fp32 (optax's AdamW) or in bf16 (``optimizer.moment_dtype``: half the optimizer state)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import optax
 
 from datapipe.train.config import LrSchedule, OptimizerConfig, PhaseConfig
@@ -63,8 +66,50 @@ def decay_mask(params) -> dict:
     return out
 
 
+MOMENT_DTYPES = ("float32", "bfloat16")
+
+
+class AdamMoments(NamedTuple):
+    """optax's ``ScaleByAdamState``, with the moments stored in another dtype."""
+
+    step: jax.Array
+    mu: optax.Updates
+    nu: optax.Updates
+
+
+def scale_by_adam_in(dtype: str, b1: float, b2: float, eps: float) -> optax.GradientTransformation:
+    """``optax.scale_by_adam`` with both moments stored in ``dtype`` (bf16: 2 bytes a parameter each instead of
+    4): each step computes them in fp32 from the stored ones, takes its update from the fp32 values, and stores
+    them rounded to nearest. Rounded so, a moment moves only by more than half its last bit (1/512 of it in bf16):
+    with ``beta2`` 0.95 (the default) the second moment's decay, 5% a step, is kept; with 0.999 it would be lost
+    (use fp32 moments there)."""
+    store = jnp.dtype(dtype)
+
+    def init(params):
+        def zeros(p):
+            return jnp.zeros(p.shape, store)
+
+        return AdamMoments(jnp.zeros([], jnp.int32), jax.tree.map(zeros, params), jax.tree.map(zeros, params))
+
+    def update(updates, state, params=None):
+        del params
+        mu = jax.tree.map(lambda g, m: (1 - b1) * g + b1 * m.astype(jnp.float32), updates, state.mu)
+        nu = jax.tree.map(lambda g, v: (1 - b2) * (g * g) + b2 * v.astype(jnp.float32), updates, state.nu)
+        step = optax.safe_increment(state.step)
+        c1 = 1 - jnp.asarray(b1, jnp.float32) ** step
+        c2 = 1 - jnp.asarray(b2, jnp.float32) ** step
+        out = jax.tree.map(lambda m, v: (m / c1) / (jnp.sqrt(v / c2) + eps), mu, nu)
+        return out, AdamMoments(
+            step, jax.tree.map(lambda m: m.astype(store), mu), jax.tree.map(lambda v: v.astype(store), nu)
+        )
+
+    return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(cfg: OptimizerConfig, phases: Sequence[PhaseConfig], steps: int):
     """(optax transformation, schedule)."""
+    if cfg.moment_dtype not in MOMENT_DTYPES:
+        raise ValueError(f"moment_dtype must be one of {', '.join(MOMENT_DTYPES)}, got {cfg.moment_dtype!r}")
     schedule = learning_rate(cfg.lr, phases, steps)
 
     def mask(params):
@@ -73,13 +118,18 @@ def make_optimizer(cfg: OptimizerConfig, phases: Sequence[PhaseConfig], steps: i
             m["embed"] = False
         return m
 
-    opt = optax.chain(
-        optax.clip_by_global_norm(cfg.grad_clip) if cfg.grad_clip else optax.identity(),
-        optax.adamw(
+    clip = optax.clip_by_global_norm(cfg.grad_clip) if cfg.grad_clip else optax.identity()
+    if cfg.moment_dtype == "float32":  # optax's own AdamW: the reference
+        adamw = optax.adamw(
             schedule, b1=cfg.beta1, b2=cfg.beta2, eps=cfg.eps, weight_decay=cfg.weight_decay, mask=mask
-        ),
-    )
-    return opt, schedule
+        )
+    else:  # optax.adamw's chain, with the moments in another dtype
+        adamw = optax.chain(
+            scale_by_adam_in(cfg.moment_dtype, cfg.beta1, cfg.beta2, cfg.eps),
+            optax.add_decayed_weights(cfg.weight_decay, mask),
+            optax.scale_by_learning_rate(schedule),
+        )
+    return optax.chain(clip, adamw), schedule
 
 
 def global_norm(tree) -> jax.Array:

@@ -32,7 +32,13 @@ from datapipe.train.config import TrainConfig
 from datapipe.train.hf import check_fits
 from datapipe.train.init import RUN_FILE, InitFrom, has_checkpoint, load_params, model_from_dict, read_run
 from datapipe.train.metrics import MetricsLog, console_line, device_peak_tflops
-from datapipe.train.model import ModelConfig, init_params, loss_sums
+from datapipe.train.model import (
+    HOST_OFFLOAD_POLICIES,
+    ModelConfig,
+    check_loss_chunk,
+    init_params,
+    loss_sums,
+)
 from datapipe.train.optim import make_optimizer
 from datapipe.train.sharding import BATCH_AXES, batch_sharding, make_mesh, param_shardings, replicated
 
@@ -43,6 +49,34 @@ class TrainResult:
     step: int
     losses: dict[int, float] = field(default_factory=dict)
     run_dir: str = ""
+
+
+# The platforms whose devices run the host-offload options (the optimizer's moments, the MLP's activations in the
+# host's memory): JAX moves arrays between a TPU's memory and its host's inside a step. A GPU or CPU is refused.
+HOST_OFFLOAD_PLATFORMS = ("tpu",)
+
+
+def check_device_options(cfg: TrainConfig, model: ModelConfig, platform: str, seq_len: int) -> None:
+    """One line for an option these devices cannot run, before anything is built."""
+    if platform not in HOST_OFFLOAD_PLATFORMS:
+        if model.remat in HOST_OFFLOAD_POLICIES:
+            raise ConfigError(
+                "<train config>",
+                "model.remat",
+                f"{model.remat} keeps activations in the host's memory, which only a TPU does here (these "
+                f"devices are {platform}): use attention",
+            )
+        if cfg.optimizer.offload:
+            raise ConfigError(
+                "<train config>",
+                "optimizer.offload",
+                f"keeping the optimizer's moments in the host's memory needs a TPU (these devices are "
+                f"{platform}): use optimizer.moment_dtype=bfloat16 to halve them instead",
+            )
+    try:
+        check_loss_chunk(model.loss_chunk, seq_len)
+    except ValueError as e:
+        raise ConfigError("<train config>", "model.loss_chunk", str(e)) from None
 
 
 def manifest_url(path: str) -> str:
@@ -65,6 +99,7 @@ class Trainer:
         self.seq_len = int(cfg.seq_len or self.manifest["seq_len"])
         self.mesh = mesh if mesh is not None else make_mesh(cfg.mesh)
         self.is_main = jax.process_index() == 0
+        check_device_options(cfg, self.model, self.mesh.devices.flat[0].platform, self.seq_len)
         self.phases = loader_phases(cfg, self.manifest)
         rows_shards = int(np.prod([self.mesh.shape[a] for a in BATCH_AXES]))
         for ph in self.phases:
@@ -101,6 +136,17 @@ class Trainer:
             p_shard,
             transform_non_params=lambda _: replicated(self.mesh),
         )
+        # optimizer.offload: the moments live in the host's memory between steps, and each step brings them to
+        # the chip for the update once the gradients are done (so they take no room while the activations do)
+        self.opt_device_shardings = o_shard
+        if cfg.optimizer.offload:
+            o_shard = optax.tree_map_params(
+                self.optimizer,
+                lambda _, s: s.with_memory_kind("pinned_host"),
+                abstract_opt,
+                p_shard,
+                transform_non_params=lambda _: replicated(self.mesh),
+            )
         self.state_shardings = {"params": p_shard, "opt": o_shard, "step": replicated(self.mesh)}
         abstract = {
             "params": abstract_params,
@@ -177,7 +223,12 @@ class Trainer:
             (grads, ce, count), _ = jax.lax.scan(body, (zeros, 0.0, 0.0), micro)
         count = jnp.maximum(count, 1.0)
         grads = jax.tree.map(lambda g: g / count, grads)
-        updates, opt_state = self.optimizer.update(grads, state["opt"], params)
+        opt_state = state["opt"]
+        if cfg.optimizer.offload:
+            # to the chip only after the gradients exist: the barrier ties the copy to them
+            opt_state, grads = jax.lax.optimization_barrier((opt_state, grads))
+            opt_state = jax.device_put(opt_state, self.opt_device_shardings)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
         new = {"params": optax.apply_updates(params, updates), "opt": opt_state, "step": state["step"] + 1}
         metrics = {
             "loss": ce / count,
@@ -199,6 +250,28 @@ class Trainer:
                 donate_argnums=0,
             )
         return self._steps[accum]
+
+    def compile_step(self, batch_size: int) -> jax.stages.Compiled:
+        """The step at ``batch_size``, compiled ahead of time: what XLA plans for it (:meth:`memory_analysis`) and
+        its HLO, before a step runs."""
+        b = jax.ShapeDtypeStruct((batch_size, self.seq_len), jnp.int32, sharding=batch_sharding(self.mesh, 2))
+        return (
+            self.step_fn(batch_size).lower(self.abstract_state, {"input_ids": b, "segment_ids": b}).compile()
+        )
+
+    def memory_analysis(self, batch_size: int) -> dict[str, int]:
+        """What XLA plans for one step at ``batch_size`` (bytes: arguments, outputs, temporaries, and those in the
+        host's memory), from compiling the step ahead of time."""
+        stats = self.compile_step(batch_size).memory_analysis()
+        names = ("argument", "output", "alias", "temp")
+        out = {f"{n}_bytes": int(getattr(stats, f"{n}_size_in_bytes", 0) or 0) for n in names}
+        out.update({f"host_{n}_bytes": int(getattr(stats, f"host_{n}_size_in_bytes", 0) or 0) for n in names})
+        return out
+
+    def drop_state(self) -> None:
+        """Forget the state this trainer holds from its last ``train``: the next one starts from the latest
+        checkpoint (and the device's memory holds one state, not two)."""
+        self._live, self.final_state = None, None
 
     # --- validation ----------------------------------------------------------------------------------------
     def _validation(self):
