@@ -417,23 +417,22 @@ def test_a_llama3_rope_scaled_import_computes_transformers_logits(tmp_path):
 def test_a_bos_the_build_added_becomes_the_exported_tokenizers_own(exported, tmp_path):
     """A mixture built with add_bos: the export's tokenizer.json adds that BOS itself (so a harness encodes text
     as the model saw it), and importing that folder still counts as the mixture's tokenizer."""
+    import dataclasses
+
     from tokenizers import Tokenizer
 
+    from datapipe import load_manifest
     from datapipe.train.hf import check_fits, read_llama_config, write_tokenizer
 
     manifest, _, out = exported
     source = Path(manifest).parent / "tokenizer.json"
-    eos = json.loads(Path(manifest).read_text())["tokenizer"]["eos_id"]
-    identity = {"add_bos": True, "bos_id": eos, "eos_id": eos}
+    mixture = load_manifest(manifest)
+    eos = mixture.tokenizer.eos_id
+    identity = dataclasses.replace(mixture.tokenizer, add_bos=True, bos_id=eos)
     special = write_tokenizer(str(source), identity, 64, str(tmp_path))
     assert special == {"bos": "<|endoftext|>", "eos": "<|endoftext|>"}
     plain = Tokenizer.from_file(str(source)).encode("Hello world").ids
     assert Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode("Hello world").ids == [eos, *plain]
     for name in ("config.json", "model.safetensors"):
         (tmp_path / name).write_bytes((out / name).read_bytes())
-    check_fits(
-        read_llama_config(str(tmp_path)),
-        str(tmp_path),
-        json.loads(Path(manifest).read_text()),
-        str(source.parent),
-    )
+    check_fits(read_llama_config(str(tmp_path)), str(tmp_path), mixture)

@@ -43,14 +43,12 @@ class Phase:
 
 
 def manifest_phases(
-    manifest: Manifest | Mapping[str, Any],
+    manifest: Manifest,
     global_batch: int,
     changes: Sequence[tuple[int, Mapping[str, float] | None, int | None]] = (),
 ) -> list[Phase]:
     """Phases from a manifest (component weights at step 0, then its ``schedule``) plus ``changes`` given as
     (step, weights or None, batch size or None); what a change leaves unset carries over from the phase before."""
-    if not isinstance(manifest, Manifest):  # the trainer's modules still hold the file's JSON object
-        manifest = Manifest.from_dict(manifest)
     events: dict[int, dict[str, Any]] = {
         0: {"weights": {c.name: float(c.weight) for c in manifest.components}}
     }

@@ -120,7 +120,7 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], url: str = MANIFEST) -> Manifest:
-        """A manifest from its JSON (already checked against the schema by :func:`read_manifest`)."""
+        """A manifest from its JSON (already checked against the schema by :func:`load_manifest`)."""
         return cls(
             name=doc["name"],
             seed=int(doc["seed"]),
@@ -169,8 +169,8 @@ def load_manifest(path: str) -> Manifest:
 
 
 def read_manifest(path: str) -> dict[str, Any]:
-    """The manifest as its JSON object, for the trainer's modules that still read it so (:func:`load_manifest`
-    types it; everything else reads that)."""
+    """The manifest as its JSON object (a tool that edits the file, as some tests do); everything else reads
+    :func:`load_manifest`."""
     return load_manifest(path).to_dict()
 
 

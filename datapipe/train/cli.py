@@ -191,9 +191,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if main:
         print(f"run folder: {cfg.run_dir}", flush=True)
         if cfg.mixture:  # a mistyped manifest is one line, and leaves no empty run folder behind
-            from datapipe.store.manifest import read_manifest
+            from datapipe.store.manifest import load_manifest
 
-            read_manifest(cfg.mixture)
+            load_manifest(cfg.mixture)
         fs.check_writable(cfg.run_dir, "run folder")
         if fs.is_local(cfg.run_dir):  # one trainer per run folder (before --fresh deletes anything)
             lock = RunLock(fs.local_path(cfg.run_dir))

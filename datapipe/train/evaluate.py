@@ -24,6 +24,7 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.store.manifest import Manifest
 from datapipe.train.metrics import EVAL_FILE
 
 
@@ -73,7 +74,7 @@ def target_bytes(input_ids: np.ndarray, segment_ids: np.ndarray, count: Any) -> 
     )
 
 
-def _byte_counter(manifest: dict[str, Any], manifest_path: str) -> Any:
+def _byte_counter(manifest: Manifest) -> Any:
     """What :func:`target_bytes` counts with, from the mixture's tokenizer (the copy beside the manifest, or the
     file it names); None when it cannot be found."""
     from tokenizers import Tokenizer
@@ -81,7 +82,7 @@ def _byte_counter(manifest: dict[str, Any], manifest_path: str) -> Any:
     from datapipe.train.hf import tokenizer_file
 
     try:
-        path = tokenizer_file(manifest["tokenizer"], fs.parent(manifest_path))
+        path = tokenizer_file(manifest)
     except DatapipeError:
         return None
     text = fs.read_text(path)
@@ -188,7 +189,7 @@ def evaluate_or_reuse(
     the same key (and not ``force``); else (the record of a new evaluation, appended, None)."""
     from datapipe.data.loader import MixtureLoader
     from datapipe.data.mixing import Phase
-    from datapipe.store.manifest import read_manifest
+    from datapipe.store.manifest import load_manifest
     from datapipe.train.checkpoint import checkpoint_step
     from datapipe.train.init import model_from_dict, read_run
 
@@ -197,7 +198,7 @@ def evaluate_or_reuse(
     manifest_path = str(run["manifest"])
     if not fs.exists(manifest_path):
         raise DatapipeError(f"{run_dir}: its manifest {manifest_path} is gone")
-    manifest = read_manifest(manifest_path)
+    manifest = load_manifest(manifest_path)
     config = run.get("config", {})
     holdout = int(config.get("validation", {}).get("holdout", 0))
     if holdout <= 0:
@@ -205,7 +206,7 @@ def evaluate_or_reuse(
             f"{run_dir}: the run held out no rows (validation.holdout = 0), so every row of its mixture was "
             "trained on; train with validation.holdout=N to evaluate"
         )
-    names = [c["name"] for c in manifest["components"]]
+    names = [c.name for c in manifest.components]
     unknown = sorted(set(components or ()) - set(names))
     if unknown:
         raise DatapipeError(f"{run_dir}: no component {', '.join(unknown)} (components: {', '.join(names)})")
@@ -246,7 +247,7 @@ def evaluate_or_reuse(
     from datapipe.train.model import loss_sums
 
     step, params = restore_run_params(run_dir, step, model, jax.local_devices()[0])
-    counter = _byte_counter(manifest, manifest_path)
+    counter = _byte_counter(manifest)
     losses = jax.jit(lambda p, ids, seg: loss_sums(p, {"input_ids": ids, "segment_ids": seg}, model)[1])
     record: dict[str, Any] = {
         "step": step,

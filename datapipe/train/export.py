@@ -33,7 +33,7 @@ def export_run(
     """Write a run's checkpoint (the latest, or ``step``) as a Hugging Face Llama folder; return what was written.
     The parameters are read one at a time (never the optimizer state), each gathered whole onto the host from
     whatever mesh wrote it, and written a shard at a time: the host holds the largest parameter and one shard."""
-    from datapipe.store.manifest import read_manifest
+    from datapipe.store.manifest import load_manifest
     from datapipe.train.checkpoint import checkpoint_step, iter_run_params
     from datapipe.train.init import model_from_dict, read_run
 
@@ -42,14 +42,14 @@ def export_run(
     run = read_run(run_dir)
     cfg = model_from_dict(run["model"])
     manifest_path = str(run["manifest"])
-    manifest = read_manifest(manifest_path)
-    identity = manifest["tokenizer"]
-    tokenizer = tokenizer_file(identity, fs.parent(manifest_path))
+    manifest = load_manifest(manifest_path)
+    identity = manifest.tokenizer
+    tokenizer = tokenizer_file(manifest)
     step = checkpoint_step(run_dir, step)  # a wrong step is said before the export folder is made
     fs.check_writable(out_dir, "export folder")
     files = write_weights(leaf_tensors(iter_run_params(run_dir, step, cfg)), out_dir, dtype, max_shard_bytes)
     seq_len = int(run["seq_len"])
-    config = llama_config(cfg, seq_len, dtype, identity.get("bos_id"), identity.get("eos_id"))
+    config = llama_config(cfg, seq_len, dtype, identity.bos_id, identity.eos_id)
     fs.write_text_atomic(os.path.join(out_dir, CONFIG), json.dumps(config, indent=2) + "\n")
     generation = {k: config[k] for k in ("bos_token_id", "eos_token_id") if config[k] is not None}
     fs.write_text_atomic(
@@ -61,7 +61,7 @@ def export_run(
         "step": step,
         "manifest": manifest_path,
         "manifest_sha256": run.get("manifest_sha256"),
-        "tokenizer_sha256": identity["sha256"],
+        "tokenizer_sha256": identity.sha256,
         "dtype": dtype,
         "files": files,
     }

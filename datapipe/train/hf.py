@@ -45,6 +45,8 @@ import numpy as np
 
 from datapipe.errors import DatapipeError
 from datapipe.io import fs
+from datapipe.store.identity import TokenizerIdentity
+from datapipe.store.manifest import Manifest
 from datapipe.train.model import ModelConfig, RopeScaling
 
 CONFIG = "config.json"
@@ -395,7 +397,7 @@ def tokenizer_sha256(path: str) -> str:
 
 
 def write_tokenizer(
-    tokenizer_path: str, identity: dict[str, Any], seq_len: int, out_dir: str
+    tokenizer_path: str, identity: TokenizerIdentity, seq_len: int, out_dir: str
 ) -> dict[str, str | None]:
     """``tokenizer.json`` (the build's, byte for byte), ``tokenizer_config.json`` and ``special_tokens_map.json``
     so that ``AutoTokenizer.from_pretrained`` loads it as a ``PreTrainedTokenizerFast``. A BOS the build added
@@ -408,10 +410,10 @@ def write_tokenizer(
     def token(i: int | None) -> str | None:
         return tok.id_to_token(i) if i is not None else None
 
-    bos, eos = token(identity.get("bos_id")), token(identity.get("eos_id"))
-    if identity.get("add_bos") and bos is not None:
+    bos, eos = token(identity.bos_id), token(identity.eos_id)
+    if identity.add_bos and bos is not None and identity.bos_id is not None:
         tok.post_processor = processors.TemplateProcessing(
-            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, int(identity["bos_id"]))]
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, identity.bos_id)]
         )
         fs.write_text_atomic(os.path.join(out_dir, TOKENIZER), tok.to_str())
     else:
@@ -430,13 +432,13 @@ def write_tokenizer(
     return {"bos": bos, "eos": eos}
 
 
-def check_fits(cfg: ModelConfig, folder: str, manifest: dict[str, Any], manifest_dir: str) -> None:
+def check_fits(cfg: ModelConfig, folder: str, manifest: Manifest) -> None:
     """Refuse, before any step, a Hugging Face model that cannot train on this mixture: a vocabulary smaller than
     the mixture's tokenizer, or another tokenizer (token ids would mean other strings)."""
-    tok = manifest["tokenizer"]
-    if cfg.vocab_size < int(tok["vocab_size"]):
+    tok = manifest.tokenizer
+    if cfg.vocab_size < tok.vocab_size:
         raise DatapipeError(
-            f"hf:{folder}: vocab_size {cfg.vocab_size} is smaller than the mixture tokenizer's {tok['vocab_size']}"
+            f"hf:{folder}: vocab_size {cfg.vocab_size} is smaller than the mixture tokenizer's {tok.vocab_size}"
         )
     path = fs.join(folder, TOKENIZER)
     if not fs.exists(path):
@@ -444,13 +446,13 @@ def check_fits(cfg: ModelConfig, folder: str, manifest: dict[str, Any], manifest
             f"hf:{folder}: no {TOKENIZER}, so its tokens cannot be checked against the mixture's"
         )
     ours = tokenizer_sha256(path)
-    if ours != tok["sha256"]:
-        copy = fs.join(manifest_dir, TOKENIZER)
+    if ours != tok.sha256:
+        copy = fs.join(manifest.folder, TOKENIZER)
         # an export adds the build's BOS as post-processing: the vocabulary and merges are what must agree
         if not (fs.exists(copy) and _same_vocabulary(path, copy)):
             raise DatapipeError(
-                f"hf:{folder}: its tokenizer (sha256 {ours[:12]}) is not the mixture's ({tok['sha256'][:12]}, "
-                f"{tok['name']}); build the mixture with tokenizer: {{path: {path}}}"
+                f"hf:{folder}: its tokenizer (sha256 {ours[:12]}) is not the mixture's ({tok.sha256[:12]}, "
+                f"{tok.name}); build the mixture with tokenizer: {{path: {path}}}"
             )
 
 
@@ -496,19 +498,15 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * units[match.group(2)])
 
 
-def tokenizer_file(identity: dict[str, Any], manifest_dir: str) -> str:
+def tokenizer_file(manifest: Manifest) -> str:
     """The build's tokenizer file: the copy beside the manifest, else the path the manifest names, whichever has
     the manifest's digest."""
-    candidates = [fs.join(manifest_dir, TOKENIZER), str(identity.get("name", ""))]
+    identity, manifest_dir = manifest.tokenizer, manifest.folder
+    candidates = [fs.join(manifest_dir, TOKENIZER), identity.name]
     for path in candidates:
-        if (
-            path
-            and fs.exists(path)
-            and path.endswith(".json")
-            and tokenizer_sha256(path) == identity["sha256"]
-        ):
+        if path and fs.exists(path) and path.endswith(".json") and tokenizer_sha256(path) == identity.sha256:
             return path
     raise DatapipeError(
-        f"{manifest_dir}: the mixture's tokenizer (sha256 {identity['sha256'][:12]}) is neither beside the "
-        f"manifest ({TOKENIZER}) nor at {identity.get('name')!r}: an export needs its tokenizer files"
+        f"{manifest_dir}: the mixture's tokenizer (sha256 {identity.sha256[:12]}) is neither beside the "
+        f"manifest ({TOKENIZER}) nor at {identity.name!r}: an export needs its tokenizer files"
     )

@@ -26,7 +26,7 @@ from datapipe.data.loader import MixtureLoader
 from datapipe.data.mixing import Phase, manifest_phases
 from datapipe.errors import ConfigError, DatapipeError
 from datapipe.io import fs
-from datapipe.store.manifest import MANIFEST, read_manifest
+from datapipe.store.manifest import MANIFEST, Manifest, load_manifest
 from datapipe.train.checkpoint import Checkpoints, abstract_like
 from datapipe.train.config import TrainConfig
 from datapipe.train.hf import check_fits
@@ -83,7 +83,7 @@ def manifest_url(path: str) -> str:
     return path if path.endswith(".json") else fs.join(path, MANIFEST)
 
 
-def loader_phases(cfg: TrainConfig, manifest: dict[str, Any]) -> list[Phase]:
+def loader_phases(cfg: TrainConfig, manifest: Manifest) -> list[Phase]:
     """The manifest's weights and schedule, then the run's phases (weights and/or batch size from a step on)."""
     return manifest_phases(
         manifest, cfg.global_batch, [(p.step, p.weights, p.global_batch) for p in cfg.phases]
@@ -94,9 +94,9 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, mesh=None, peak_tflops: float | None = None, verbose: bool = True):
         self.cfg, self.verbose = cfg, verbose
         self.manifest_url = manifest_url(cfg.mixture)
-        self.manifest = read_manifest(self.manifest_url)
-        self.model: ModelConfig = cfg.model.with_vocab(int(self.manifest["tokenizer"]["vocab_size"]))
-        self.seq_len = int(cfg.seq_len or self.manifest["seq_len"])
+        self.manifest = load_manifest(self.manifest_url)
+        self.model: ModelConfig = cfg.model.with_vocab(self.manifest.tokenizer.vocab_size)
+        self.seq_len = int(cfg.seq_len or self.manifest.seq_len)
         self.mesh = mesh if mesh is not None else make_mesh(cfg.mesh)
         self.is_main = jax.process_index() == 0
         check_device_options(cfg, self.model, self.mesh.devices.flat[0].platform, self.seq_len)
@@ -186,14 +186,14 @@ class Trainer:
             return
         init = InitFrom.parse(self.cfg.init_from)
         if init.kind == "hf":
-            check_fits(self.model, init.path, self.manifest, fs.parent(self.manifest_url))
+            check_fits(self.model, init.path, self.manifest)
             return
-        source = read_manifest(manifest_url(str(read_run(init.path)["manifest"])))["tokenizer"]
-        ours = self.manifest["tokenizer"]
-        if source["sha256"] != ours["sha256"]:
+        source = load_manifest(manifest_url(str(read_run(init.path)["manifest"]))).tokenizer
+        ours = self.manifest.tokenizer
+        if source.sha256 != ours.sha256:
             raise DatapipeError(
-                f"init_from {self.cfg.init_from}: that run's tokenizer ({source['name']}, sha256 "
-                f"{source['sha256'][:12]}) is not this mixture's ({ours['name']}, {ours['sha256'][:12]})"
+                f"init_from {self.cfg.init_from}: that run's tokenizer ({source.name}, sha256 "
+                f"{source.sha256[:12]}) is not this mixture's ({ours.name}, {ours.sha256[:12]})"
             )
 
     def _train_step(self, state, batch, accum: int):
