@@ -24,7 +24,7 @@ from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
-from datapipe.runtime.stage import DocumentStage
+from datapipe.runtime.stage import ConfiguredStage
 from datapipe.runtime.stats import StageStats
 
 TOP_ITEMS = 1000  # items listed in stage.json (the count of distinct items hit is always there)
@@ -43,11 +43,7 @@ def build_index(config: DeconConfig) -> EvalIndex:
 
 
 @dataclass
-class DeconStage(DocumentStage):
-    source: str
-    config: DeconConfig
-    input_dir: str
-    out_dir: str
+class DeconStage(ConfiguredStage[DeconConfig]):
     name: str = "decon"
     _index: EvalIndex | None = field(default=None, repr=False)
     _hits: Counter = field(default_factory=Counter, repr=False)

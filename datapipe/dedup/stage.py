@@ -37,7 +37,7 @@ from datapipe.io.shards import Shard
 from datapipe.kernels.normalize import normalize, normalized_utf8
 from datapipe.runtime.evidence import Removal
 from datapipe.runtime.heartbeat import Heartbeat
-from datapipe.runtime.stage import TwoPhaseStage
+from datapipe.runtime.stage import ConfiguredStage, TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 
 
@@ -48,11 +48,7 @@ def normalized_key(normalized: bytes) -> int:
 
 
 @dataclass
-class DedupStage(TwoPhaseStage):
-    source: str
-    config: DedupConfig
-    input_dir: str
-    out_dir: str
+class DedupStage(TwoPhaseStage, ConfiguredStage[DedupConfig]):
     name: str = "dedup"
     _hasher: MinHasher | None = field(default=None, repr=False)
     _shingler: Shingler | None = field(default=None, repr=False)
@@ -233,11 +229,7 @@ class DedupStage(TwoPhaseStage):
 
 
 @dataclass
-class ParagraphStage(TwoPhaseStage):
-    source: str
-    config: ParagraphConfig
-    input_dir: str
-    out_dir: str
+class ParagraphStage(TwoPhaseStage, ConfiguredStage[ParagraphConfig]):
     name: str = "paragraphs"
 
     def line_keys(self, shard: Shard) -> tuple[list[tuple[int, tuple[int, int, int]]], int]:

@@ -18,18 +18,14 @@ from datapipe.filters.fineweb2 import Finishing
 from datapipe.filters.presets import LANGUAGE_PRESETS, FilterChain, build_chain
 from datapipe.languages import LanguageError, Splitter, word_splitter
 from datapipe.runtime.evidence import Removal, prefixed
-from datapipe.runtime.stage import WARM_TEXT, DocumentStage
+from datapipe.runtime.stage import WARM_TEXT, ConfiguredStage
 from datapipe.runtime.stats import StageStats
 
 NO_CONFIG = "language/no_config"
 
 
 @dataclass
-class FilterStage(DocumentStage):
-    source: str
-    config: FilterConfig
-    input_dir: str
-    out_dir: str
+class FilterStage(ConfiguredStage[FilterConfig]):
     name: str = "filter"
     _chain: FilterChain | None = field(default=None, repr=False)
     # a language preset's rules and word splitter per language, or why the language cannot be judged

@@ -8,16 +8,12 @@ from typing import Any
 
 from datapipe.config.stages import PIIConfig
 from datapipe.pii.scrub import scrub
-from datapipe.runtime.stage import DocumentStage
+from datapipe.runtime.stage import ConfiguredStage
 from datapipe.runtime.stats import StageStats
 
 
 @dataclass
-class PIIStage(DocumentStage):
-    source: str
-    config: PIIConfig
-    input_dir: str
-    out_dir: str
+class PIIStage(ConfiguredStage[PIIConfig]):
     name: str = "pii"
 
     def keep(self, index: int, doc: dict[str, Any], stats: StageStats) -> str | None:

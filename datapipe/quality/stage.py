@@ -29,7 +29,7 @@ from datapipe.quality.cutoff import cutoff_report, keys_array
 from datapipe.quality.ensemble import ENSEMBLE, bucket_of, combine, ensemble_report, scores_array
 from datapipe.quality.scorers import Scorer, load_scorer
 from datapipe.runtime.evidence import Removal
-from datapipe.runtime.stage import WARM_TEXT, TwoPhaseStage
+from datapipe.runtime.stage import WARM_TEXT, ConfiguredStage, TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 
 BATCH = 512
@@ -43,11 +43,7 @@ def tiebreak(ref: str) -> int:
 
 
 @dataclass
-class QualityStage(TwoPhaseStage):
-    source: str
-    config: QualityConfig
-    input_dir: str
-    out_dir: str
+class QualityStage(TwoPhaseStage, ConfiguredStage[QualityConfig]):
     name: str = "quality"
     _models: dict[str, Scorer] | None = field(default=None, repr=False)
 

@@ -16,7 +16,8 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from datapipe import __version__
 from datapipe.io import fs
@@ -301,6 +302,21 @@ class DocumentStage(StageBase):
 
     def finalize(self, shards: list[Shard], stats: list[StageStats]) -> dict[str, object]:
         return {"parts": [s.records for s in shards]}
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+@dataclass
+class ConfiguredStage(DocumentStage, Generic[ConfigT]):
+    """A document stage made from its source's config: what every such stage's constructor takes, in this order
+    (``datapipe.orchestrate.registry`` makes each one so), declared once. A subclass adds its ``name`` and its own
+    fields, all with defaults."""
+
+    source: str
+    config: ConfigT
+    input_dir: str
+    out_dir: str
 
 
 GLOBAL_REPORT = "global.json"

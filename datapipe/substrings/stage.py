@@ -18,7 +18,7 @@ from datapipe.config.stages import SubstringsConfig
 from datapipe.io import fs
 from datapipe.io.shards import Shard
 from datapipe.runtime.evidence import Removal
-from datapipe.runtime.stage import TwoPhaseStage
+from datapipe.runtime.stage import ConfiguredStage, TwoPhaseStage
 from datapipe.runtime.stats import StageStats
 from datapipe.substrings.apply import Result, apply_part
 
@@ -27,11 +27,7 @@ MAX_SPANS_RECORDED = 64  # a document's evidence lists its first spans; the coun
 
 
 @dataclass
-class SubstringsStage(TwoPhaseStage):
-    source: str
-    config: SubstringsConfig
-    input_dir: str
-    out_dir: str
+class SubstringsStage(TwoPhaseStage, ConfiguredStage[SubstringsConfig]):
     name: str = "substrings"
     _results: dict[int, Result] = field(default_factory=dict, repr=False)
 

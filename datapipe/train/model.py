@@ -104,36 +104,19 @@ class ModelConfig:
         return 3 * 2 * (matmul + attention)
 
 
+_1B = ModelConfig(
+    "1b", d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8, d_ff=8192, tie_embeddings=True, rope_theta=5e5
+)
 PRESETS: dict[str, ModelConfig] = {
     "tiny": ModelConfig(
         "tiny", d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=192, tie_embeddings=True
     ),
     "150m": ModelConfig("150m", d_model=768, n_layers=12, n_heads=12, n_kv_heads=12, d_ff=2688),
-    "1b": ModelConfig(
-        "1b",
-        d_model=2048,
-        n_layers=16,
-        n_heads=32,
-        n_kv_heads=8,
-        d_ff=8192,
-        tie_embeddings=True,
-        rope_theta=5e5,
-    ),
+    "1b": _1B,
     # A Llama-shaped model whose training state and a batch of 3 x 4096 tokens fit one 16 GB chip (TPU
-    # v5e) with bf16 moments, the attention remat policy and the chunked LM-head loss (docs/training.md, "Memory").
-    # Head dim 128 (the TPU's lanes; the 1b preset's 64 halves the attention kernel's matmul width).
-    "850m": ModelConfig(
-        "850m",
-        d_model=2048,
-        n_layers=12,
-        n_heads=16,
-        n_kv_heads=8,
-        d_ff=8192,
-        tie_embeddings=True,
-        rope_theta=5e5,
-        remat="attention",
-        loss_chunk=512,
-    ),
+    # v5e) with bf16 moments, the attention remat policy and the chunked LM-head loss (docs/training.md, "Memory"):
+    # 1b's width with 12 layers and heads of 128 (the TPU's lanes; 1b's 64 halve the attention kernel's matmul width).
+    "850m": replace(_1B, name="850m", n_layers=12, n_heads=16, remat="attention", loss_chunk=512),
     "marin_8b": ModelConfig(
         "marin_8b", d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_ff=14336, rope_theta=5e5
     ),
