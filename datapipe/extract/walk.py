@@ -36,82 +36,22 @@ from datapipe.extract.names import (
 from datapipe.extract.signals import HIDDEN_MASK, ROLE_BITS, WORD_BITS, tag_mask
 
 # never rendered (their subtree is not visited)
-SKIP_TAGS = frozenset(
-    [
-        "script",
-        "style",
-        "template",
-        "svg",
-        "math",
-        "iframe",
-        "object",
-        "embed",
-        "canvas",
-        "video",
-        "audio",
-        "map",
-        "button",
-        "select",
-        "option",
-        "textarea",
-        "input",
-        "label",
-        "head",
-        "title",
-        "meta",
-        "link",
-        "base",
-        "figcaption",
-        "picture",
-        "rt",
-        "rp",
-    ]
-)
+# fmt: off
+SKIP_TAGS = frozenset([
+    "script", "style", "template", "svg", "math", "iframe", "object", "embed", "canvas", "video", "audio", "map",
+    "button", "select", "option", "textarea", "input", "label", "head", "title", "meta", "link", "base",
+    "figcaption", "picture", "rt", "rp",
+])
+# fmt: on
 # each starts a new block
-BLOCK_TAGS = frozenset(
-    [
-        "p",
-        "div",
-        "section",
-        "article",
-        "main",
-        "header",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "ul",
-        "ol",
-        "li",
-        "dl",
-        "dt",
-        "dd",
-        "table",
-        "thead",
-        "tbody",
-        "tfoot",
-        "tr",
-        "caption",
-        "blockquote",
-        "pre",
-        "address",
-        "details",
-        "summary",
-        "center",
-        "hr",
-        "fieldset",
-        "nav",
-        "aside",
-        "footer",
-        "body",
-        "html",
-        "hgroup",
-        "search",
-        "figure",
-    ]
-)
+# fmt: off
+BLOCK_TAGS = frozenset([
+    "p", "div", "section", "article", "main", "header", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li",
+    "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "tr", "caption", "blockquote", "pre", "address",
+    "details", "summary", "center", "hr", "fieldset", "nav", "aside", "footer", "body", "html", "hgroup",
+    "search", "figure",
+])
+# fmt: on
 # elements whose attributes are read: blocks and the other containers a page names its parts with
 STRUCTURAL = BLOCK_TAGS | {"td", "th", "ul", "ol", "form", "noscript"}
 # what a tag is to the walk (the codes of ``treewalk.pyx``): a tag not named here is inline
