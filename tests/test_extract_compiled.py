@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from selectolax.lexbor import LexborHTMLParser
 
 from datapipe.extract import model, names, rules, scoring, verdicts, walk
-from datapipe.extract.blocks import Block, Container
+from datapipe.extract.blocks import Block, Container, size_of
 from datapipe.extract.html import decode_html
 from datapipe.extract.signals import mask_of
 
@@ -140,3 +141,42 @@ def test_packed_thresholds_compare_as_the_models() -> None:
     values = np.concatenate([values, np.float32([np.inf, -np.inf, 3.4e38, -3.4e38])])
     for t, packed in zip(threshold, t32, strict=True):
         assert np.array_equal(values.astype(np.float64) <= t, values <= packed)
+
+
+def _variants(words: list[str] | tuple[str, ...], pattern: bool) -> list[str]:
+    """Each word with one character replaced by every character that the reference's own test would take for it
+    (``str.lower()`` gives the word's, or a case-blind pattern matches it)."""
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    alike: dict[str, list[str]] = {}
+    for letter in sorted({ch for w in words for ch in w}):
+        if pattern:
+            one = re.compile(re.escape(letter), re.IGNORECASE)
+            alike[letter] = [ch for ch in chars if one.fullmatch(ch)]
+        else:
+            alike[letter] = [ch for ch in chars if ch.lower() == letter]
+    return [w[:pos] + ch + w[pos + 1 :] for w in words for pos in range(len(w)) for ch in alike[w[pos]]]
+
+
+def test_the_compiled_text_tests_let_every_candidate_by(trees: list[LexborHTMLParser]) -> None:
+    """The tests in C before the rules' patterns (a notice's marks, an appeal's words, a caption's signs and words)
+    and a text's size: wherever the reference's own first test says yes, so does the test here, on every block of
+    the fixture pages and on each word with any one character in any case the reference takes for it."""
+    module, how = walk.learned()
+    texts = ["İ", "copyrİght", "ВСЕ ПРАВА ЗАЩИЩЕНЫ", "¡APÓYANOS!", "Credıt: AP", "Photo ſource: x", "中文字符", "한국어"]
+    for tree in trees:
+        w = module.Walk(how)
+        w.run(tree.body.mem_id)
+        texts += [b.text for b in w.blocks]
+    marks = [m for m in rules._NOTICE_MARKS if m.isalpha()]
+    texts += _variants(marks, False) + _variants(rules.APPEAL_WORDS, True)
+    texts += _variants(rules.CAPTION_WORDS.split("|"), True) + sorted(rules._APPEAL_KEYS)
+    assert len(texts) > 2000
+    for text in texts:
+        if rules._NOTICE_MARK.search(text.lower()):
+            assert text in verdicts.NOTICE_MARKS, text
+        if not rules._APPEAL_KEYS.isdisjoint(text.split()):
+            assert text in verdicts.APPEAL_WORDS, text
+        assert verdicts.caption_candidate(text) == (":" in text or "/" in text or "©" in text), text
+        if rules._is_caption(text):
+            assert text in verdicts.CAPTION_WORDS, text
+        assert verdicts.text_size(text) == size_of(text), text

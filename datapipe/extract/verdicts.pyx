@@ -13,10 +13,18 @@ benchmark's check). Only the shapes the walk makes are handled here; any other r
 container outside the blocks) goes to the reference.
 """
 
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdlib cimport calloc, free
 
+cdef extern from "Python.h":
+    # a code point as a number (Cython's own Py_UCS4 is a character, which arithmetic would make a str)
+    ctypedef unsigned int ucs4 "Py_UCS4"
+    ucs4 PyUnicode_READ(int kind, void *data, Py_ssize_t index) nogil
+    ucs4 Py_UNICODE_TOLOWER(ucs4 ch) nogil
+
 from datapipe.extract import rules as _rules
-from datapipe.extract.blocks import choose_root, size_of
+from datapipe.extract.blocks import WIDE_WEIGHT as _WIDE_WEIGHT
+from datapipe.extract.blocks import choose_root
 
 # the kinds of block, as codes; a heading's code is its level
 cdef enum:
@@ -82,6 +90,7 @@ cdef long long LINK_LIST_ITEMS = _rules.LINK_LIST_ITEMS
 cdef long long LINK_LIST_PROSE = _rules.LINK_LIST_PROSE
 cdef long long PAID_PROSE = _rules.PAID_PROSE
 cdef int TEASER_TIER = _rules.TEASER_TIER
+cdef Py_ssize_t WIDE_WEIGHT = _WIDE_WEIGHT
 cdef int PAID_TIER = _rules.PAID_TIER
 
 _is_notice = _rules._is_notice
@@ -92,6 +101,191 @@ _APPEAL_KEYS = _rules._APPEAL_KEYS
 _APPEAL_SEARCH = _rules._APPEAL.search
 _AD_LABEL_FULLMATCH = _rules._AD_LABEL.fullmatch
 _TAIL_TITLE_FULLMATCH = _rules._TAIL_TITLE.fullmatch
+
+
+# The cheap tests in C before the patterns (the patterns, and the Python tests around them, stay the reference's:
+# each is called only where its test here finds a candidate, and each test here says yes wherever the reference's
+# own first test would). On Trafilatura's evaluation pages the patterns and the lowercasing, splitting and set
+# lookups before them were most of decide's time (0.32 ms a page): ~25 blocks a page are short enough for the
+# notice test, ~10 for the appeal and caption tests, and few of them hold a mark.
+cdef Py_ssize_t NEEDLE_CAP = 32
+
+
+cdef struct Needle:  # a lowercase word to find in a text, as code points
+    ucs4 cp[32]
+    Py_ssize_t length
+
+
+cdef inline ucs4 fold(ucs4 c) noexcept:
+    """A character as :class:`Needles` compares it: its simple lowercase (``Py_UNICODE_TOLOWER``; ASCII without a
+    call), with the dotless ``ı`` as ``i`` and the long ``ſ`` as ``s``, which a case-blind pattern matches so."""
+    if c < 128:
+        return c + 32 if 65 <= c <= 90 else c
+    c = Py_UNICODE_TOLOWER(c)
+    if c == 0x131:
+        return 0x69
+    return 0x73 if c == 0x17F else c
+
+
+cdef class Needles:
+    """Words to find anywhere in a text, case-blind: each character of the text folded (:func:`fold`: its simple
+    lowercase, ``ı`` as ``i``, ``ſ`` as ``s``) before it is compared. Where a word is in ``text.lower()`` (whose
+    full lowercase differs from the simple one only where a character's is longer, ``İ`` -> ``i̇``, and in the
+    Greek final sigma, neither in any word here), or where a case-blind pattern finds it, it is found here: the
+    test before a reference that would otherwise say no (the converse need not hold: the reference then judges).
+    A text's character is folded only where it may begin a word (:attr:`firsts`): most characters are let by
+    unread."""
+
+    cdef Needle *needles  # sorted by their first character
+    cdef Py_ssize_t n
+    # the needles that begin with an ASCII character c: start[c] to stop[c]; those that begin with another: wide
+    # to n
+    cdef Py_ssize_t start[128]
+    cdef Py_ssize_t stop[128]
+    cdef Py_ssize_t wide
+    cdef unsigned char ascii_first[128]  # an ASCII character that folds to a needle's first
+    cdef ucs4 *wide_first  # every other that does (of the Basic Multilingual Plane: no other folds to these)
+    cdef Py_ssize_t nwide
+
+    def __cinit__(self, words):
+        cdef Py_ssize_t i, k
+        cdef ucs4 c, f
+        cdef list firsts = []
+        words = sorted({w.lower() for w in words})
+        self.n = len(words)
+        self.needles = <Needle *> calloc(max(self.n, 1), sizeof(Needle))
+        if self.needles == NULL:
+            raise MemoryError()
+        for k in range(128):
+            self.start[k] = self.stop[k] = 0
+            self.ascii_first[k] = 0
+        self.wide = self.n
+        for i, w in enumerate(words):
+            if not 0 < len(w) <= NEEDLE_CAP or any(ord(ch) >= 0x10000 or fold(ord(ch)) != ord(ch) for ch in w):
+                raise ValueError(f"a word to find must be 1-{NEEDLE_CAP} folded characters of the BMP: {w!r}")
+            for k in range(len(w)):
+                self.needles[i].cp[k] = ord(w[k])
+            self.needles[i].length = len(w)
+            if ord(w[0]) < 128:
+                if self.stop[ord(w[0])] == 0:
+                    self.start[ord(w[0])] = i
+                self.stop[ord(w[0])] = i + 1
+            elif self.wide == self.n:
+                self.wide = i
+        wanted = {ord(w[0]) for w in words}
+        for c in range(0x10000):  # every character that folds to a first character (upper case, title case, ...)
+            f = fold(c)
+            if f in wanted:
+                if c < 128:
+                    self.ascii_first[c] = 1
+                else:
+                    firsts.append(c)
+        self.nwide = len(firsts)
+        self.wide_first = <ucs4 *> calloc(max(self.nwide, 1), sizeof(ucs4))
+        if self.wide_first == NULL:
+            raise MemoryError()
+        for i, c in enumerate(firsts):
+            self.wide_first[i] = c
+
+    def __dealloc__(self):
+        free(self.needles)
+        free(self.wide_first)
+
+    cdef bint found(self, str text) noexcept:
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, j, k, m, lo, hi
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void *data = PyUnicode_DATA(text)
+        cdef ucs4 c
+        cdef Needle *nd
+        cdef bint first
+        for i in range(n):
+            c = PyUnicode_READ(kind, data, i)
+            if c < 128:
+                if not self.ascii_first[c]:
+                    continue
+            else:
+                first = False
+                for j in range(self.nwide):
+                    if self.wide_first[j] == c:
+                        first = True
+                        break
+                if not first:
+                    continue
+            c = fold(c)
+            if c < 128:
+                lo, hi = self.start[c], self.stop[c]
+            else:
+                lo, hi = self.wide, self.n
+            for j in range(lo, hi):
+                nd = &self.needles[j]
+                m = nd.length
+                if nd.cp[0] != c or i + m > n:
+                    continue
+                k = 1
+                while k < m and fold(PyUnicode_READ(kind, data, i + k)) == nd.cp[k]:
+                    k += 1
+                if k == m:
+                    return True
+        return False
+
+    def __contains__(self, str text):
+        """Whether a word is in ``text`` (for tests)."""
+        return self.found(text)
+
+
+# one of them is in every notice (rules._is_notice's marks, found in the lowercased text); one of the appeal words
+# is in every word that makes a block a candidate appeal (rules._APPEAL_KEYS: a word, capitalized or in capitals,
+# with punctuation around it)
+NOTICE_MARKS = Needles(_rules._NOTICE_MARKS)
+APPEAL_WORDS = Needles(_rules.APPEAL_WORDS)
+# and a caption's pattern (rules._CAPTION_START at the start, rules._CAPTION_END anywhere) holds a caption word or a
+# "/" (each label _CAPTION_START opens with is one of the words)
+CAPTION_WORDS = Needles([*_rules.CAPTION_WORDS.split("|"), "/"])
+cdef Needles _notice_marks = NOTICE_MARKS
+cdef Needles _appeal_words = APPEAL_WORDS
+cdef Needles _caption_words = CAPTION_WORDS
+
+
+cdef bint caption_signs(str text) noexcept:
+    """``rules._is_caption``'s first test: a ``:``, a ``/`` or a ``©`` in the text (without one it is no caption)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef ucs4 c
+    for i in range(n):
+        c = PyUnicode_READ(kind, data, i)
+        if c == 0x3A or c == 0x2F or c == 0xA9:
+            return True
+    return False
+
+
+cdef Py_ssize_t wide_size(str text) noexcept:
+    """:func:`datapipe.extract.blocks.size_of`: the length, a Han, kana or Hangul character counted
+    :data:`~datapipe.extract.blocks.WIDE_WEIGHT` times (the ranges of ``blocks._WIDE``)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i, wide = 0
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef ucs4 c
+    if kind == 1:
+        return n
+    for i in range(n):
+        c = PyUnicode_READ(kind, data, i)
+        if (
+            0x1100 <= c <= 0x11FF or 0x2E80 <= c <= 0x2FDF or 0x3040 <= c <= 0x30FF or 0x3100 <= c <= 0x31FF
+            or 0x3400 <= c <= 0x4DBF or 0x4E00 <= c <= 0x9FFF or 0xAC00 <= c <= 0xD7AF or 0xF900 <= c <= 0xFAFF
+        ):
+            wide += 1
+    return n + (WIDE_WEIGHT - 1) * wide
+
+
+def text_size(str text):
+    """:func:`wide_size` (for tests: it must be ``blocks.size_of``)."""
+    return wide_size(text)
+
+
+def caption_candidate(str text):
+    """:func:`caption_signs` (for tests)."""
+    return caption_signs(text)
 
 
 cdef inline bint heading(int kind) noexcept:
@@ -374,13 +568,23 @@ def decide(list blocks, list containers):
                 if not (listed[i] and p.kind[i] == K_LI):
                     p.why[i] = LINKS
                 continue
-            if p.chars[i] < NOTICE_CHARS and _is_notice(texts[i]):
+            if p.chars[i] < NOTICE_CHARS and _notice_marks.found(texts[i]) and _is_notice(texts[i]):
                 p.why[i] = NOTICE
             elif p.chars[i] <= APPEAL_CHARS and (p.kind[i] == K_P or heading(p.kind[i])):
                 text = texts[i]
-                if not _APPEAL_KEYS.isdisjoint(text.split()) and _APPEAL_SEARCH(text):
+                if (
+                    _appeal_words.found(text)
+                    and not _APPEAL_KEYS.isdisjoint(text.split())
+                    and _APPEAL_SEARCH(text)
+                ):
                     p.why[i] = APPEAL
-                elif p.kind[i] == K_P and p.chars[i] <= CAPTION_CHARS and _is_caption(text):
+                elif (
+                    p.kind[i] == K_P
+                    and p.chars[i] <= CAPTION_CHARS
+                    and caption_signs(text)
+                    and _caption_words.found(text)
+                    and _is_caption(text)
+                ):
                     p.why[i] = CAPTION
                 elif p.chars[i] <= AD_LABEL_CHARS and _AD_LABEL_FULLMATCH(text):
                     p.why[i] = APPEAL
@@ -394,7 +598,7 @@ def decide(list blocks, list containers):
         for i in range(n):
             if p.why[i]:
                 state[i] = BAD
-            elif not heading(p.kind[i]) and (p.chars[i] >= SHORT_CHARS or size_of(texts[i]) >= SHORT_CHARS):
+            elif not heading(p.kind[i]) and (p.chars[i] >= SHORT_CHARS or wide_size(texts[i]) >= SHORT_CHARS):
                 state[i] = GOOD
                 found = True
             else:
