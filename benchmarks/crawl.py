@@ -129,7 +129,7 @@ def main() -> None:
         pages = real_pages()
         corpus = work / "corpus"
         shutil.rmtree(corpus, ignore_errors=True)
-        records = build_corpus(corpus, pages, copies=1)
+        records = build_corpus(corpus, pages)
         root = work / "bucket"
         shutil.rmtree(root, ignore_errors=True)
         build_crawl_tree(root, sorted(corpus.glob("web-*.warc.gz")), FILES, SEGMENTS)

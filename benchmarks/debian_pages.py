@@ -20,6 +20,7 @@ from pathlib import Path
 PACKAGES = ("debian-handbook", "python3.11-doc", "postgresql-doc-15", "git-doc", "debian-reference-en")
 MAX_PAGE = 1 << 20  # Common Crawl truncates records at 1 MiB; larger pages are passed over
 MIN_PAGES = 5000  # what the benchmarks were designed for (5,258 listed on Debian 12)
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
 def installed(package: str) -> bool:
@@ -82,3 +83,61 @@ def pages() -> list[Path]:
     """Install what is missing, list the pages, refuse too few."""
     ensure_packages()
     return require(package_pages())
+
+
+# ---------------------------------------------------------------------------------------------------- downloaded
+
+
+def cache_root(arg: str | None = None) -> Path:
+    """Where downloaded packages and built corpora are kept between runs: ``arg``, ``$DATAPIPE_BENCH_CACHE`` or
+    ``~/.cache/datapipe-bench``."""
+    return Path(
+        arg or os.environ.get("DATAPIPE_BENCH_CACHE") or Path.home() / ".cache" / "datapipe-bench"
+    ).resolve()
+
+
+def fetch(package: str, debs: Path) -> Path:
+    """The package's .deb, downloaded by name into ``debs`` once (``apt-get download`` needs no root)."""
+    debs.mkdir(parents=True, exist_ok=True)
+    found = sorted(debs.glob(f"{package}_*.deb"))
+    if found:
+        return found[-1]
+    if shutil.which("apt-get") is None:
+        raise SystemExit(f"benchmark corpus: this machine has no apt-get to download {package}")
+    proc = subprocess.run(["apt-get", "download", "-qq", package], cwd=debs, capture_output=True, text=True)
+    found = sorted(debs.glob(f"{package}_*.deb"))
+    if proc.returncode != 0 or not found:
+        raise SystemExit(
+            f"benchmark corpus: `apt-get download {package}` failed: {proc.stderr.strip()[-300:]}"
+        )
+    return found[-1]
+
+
+def downloaded_pages(package: str, root: Path) -> list[Path]:
+    """The HTML pages of a package that need not be installed: its .deb downloaded by name into ``root/debs`` and
+    only its HTML files unpacked into ``root/html/PACKAGE`` (once; a finished unpack leaves a marker). Regular
+    files only, none over ``MAX_PAGE``, by path."""
+    folder = root / "html" / package
+    done = folder / ".unpacked"
+    if not done.exists():
+        deb = fetch(package, root / "debs")
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        tar = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+        patterns = [f"*{suffix}" for suffix in HTML_SUFFIXES]
+        untar = subprocess.run(
+            ["tar", "-x", "-C", str(folder), "--wildcards", *patterns], stdin=tar.stdout, capture_output=True
+        )
+        tar.wait()
+        # tar exits 2 when a pattern matched nothing (a package without .htm files): only a broken stream is fatal
+        if tar.returncode != 0 or untar.returncode not in (0, 2):
+            raise SystemExit(f"benchmark corpus: unpacking {deb.name} failed: {untar.stderr.decode()[-300:]}")
+        done.write_text(deb.name + "\n")
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix in HTML_SUFFIXES
+        and not p.is_symlink()
+        and p.is_file()
+        and 0 < p.stat().st_size <= MAX_PAGE
+    )

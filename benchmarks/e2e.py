@@ -7,8 +7,11 @@ Debian Reference; pages over 1 MiB, which Common Crawl would truncate, and symbo
 fixed order, each is written with warcio as one gzipped HTTP response record (a realistic HTTP header,
 ``WARC-Identified-Payload-Type: text/html`` as Common Crawl writes it, a URL derived from its path such as
 https://debian-handbook.info/browse/en-US/stable/... or https://docs.python.org/3.11/...), dealt round-robin into
-8 shards ``web-0000N.warc.gz``. Nothing is generated. The larger sizes (4x, 16x) repeat the real pages under
-distinct URLs (``...?copy=k``): dedup removes the copies, the point is the cost per input document.
+8 shards ``web-0000N.warc.gz``. Nothing is generated. The larger sizes (4x, 16x) add distinct real pages of other
+Debian packages, downloaded by name and unpacked (never installed; :data:`MORE_PACKAGES`: LibreOffice's help in 33
+languages, the Debian Reference's translations, 15 English manuals): for each round, each 1x page is matched by the
+unused page of the same language class (English or not, by package) nearest in size, so a larger corpus has the 1x
+corpus's page sizes and English share with new text throughout (:func:`more_pages`).
 
 Both sides run as subprocesses with 2 workers, each under a small wrapper process that reports
 ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` (the largest resident set of any process it reaped; it is made a child
@@ -52,8 +55,12 @@ our side after the untimed warm-up); ``like_for_like`` (Trafilatura on both side
 (our first build of the run, before the warm-up and the byte-compiling, as datatrove's side always runs: no warm-up
 on either side); ``beam_vs_datatrove`` (our side on Beam's DirectRunner with as many workers, warm). Every datapipe
 run and datatrove's are timed the same way otherwise: launch to exit of the whole process tree, one run each. The
-4x and 16x corpora repeat the 1x pages under other URLs: ``worst_scaling`` measures cost per input document, not
-new text (distinct pages at those sizes are not built yet).
+4x and 16x corpora are distinct pages matched in size and language to the 1x ones: ``worst_scaling`` is the worst
+growth of a stage's time per input page on new text.
+
+Like for like runs Trafilatura as datatrove's extractor does (``favor_precision``, ``deduplicate``, no comments:
+our ``preset: fineweb``); the one difference is that datatrove's deduplication remembers segments across the pages
+of a worker and ours within a page (``datapipe.extract.html.trafilatura_text`` says why).
 
 Run: ``.venv/bin/python benchmarks/e2e.py [--sizes 1,4] [--full] [--work DIR]``. Last line:
 ``bench: e2e vs_datatrove=X cpu_vs_datatrove=C like_for_like=L cold_vs_datatrove=K beam_vs_datatrove=B
@@ -66,6 +73,7 @@ page (wall and CPU).
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import glob
 import io
@@ -149,6 +157,103 @@ def real_pages() -> list[tuple[str, Path]]:
     return out
 
 
+# The larger corpora's other pages: HTML of Debian packages that are downloaded by name and unpacked, never
+# installed (``debian_pages.downloaded_pages``): LibreOffice's help in every language Debian ships, the Debian
+# Reference's translations and English manuals (~110,000 pages, ~320 MB of packages, cached after the first run)
+LO_LANGS = (
+    "ca cs da de dz el en-gb en-us es et eu fi fr gl hi hu id it ja km ko nl om pl pt pt-br ru sk sl sv tr vi"
+)
+REFERENCE_LANGS = "de es fr id it ja pt pt-br zh-cn zh-tw"
+MANUALS = (
+    "python-django-doc linux-doc-6.1 libstdc++-12-doc libboost1.74-doc python-scipy-doc python-pandas-doc cmake-doc"
+    " llvm-15-doc erlang-doc octave-doc libglib2.0-doc libgtk-3-doc qtbase5-doc-html sphinx-doc maxima-doc"
+)
+MORE_PACKAGES = (
+    *(f"libreoffice-help-{x}" for x in (*LO_LANGS.split(), "zh-cn", "zh-tw")),
+    *(f"debian-reference-{x}" for x in REFERENCE_LANGS.split()),
+    *MANUALS.split(),
+)
+ENGLISH_SUFFIXES = ("-en-gb", "-en-us")
+
+
+def _is_english(url: str) -> bool:
+    """Whether a page's package or folder says English: the handbook's ``en-US``, LibreOffice's ``en-gb`` and
+    ``en-us``, every manual; the other languages' pages are not (lid.176 removes most of them in both builds)."""
+    m = re.search(
+        r"debian-handbook\.info/browse/([^/]+)/|/(?:libreoffice-help|debian-reference)(-[a-z-]+)/", url
+    )
+    if m is None:
+        return True
+    return (m.group(1) or "").startswith("en") or (m.group(2) or "") in ENGLISH_SUFFIXES
+
+
+class _Free:
+    """The positions of a sorted list not yet taken, nearest first: two union-find tables of the next free
+    position to the right and to the left (each lookup near constant time, so matching 80,000 pages is instant)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.right = list(range(n + 1))  # right[i]: the first free position >= i (n: none)
+        self.left = list(range(n + 1))  # left[i + 1]: the last free position <= i, shifted by one (0: none)
+
+    @staticmethod
+    def _find(table: list[int], i: int) -> int:
+        root = i
+        while table[root] != root:
+            root = table[root]
+        while table[i] != root:
+            table[i], i = root, table[i]
+        return root
+
+    def nearest(self, keys: list[int], target: int) -> int | None:
+        """Take and return the free position whose key is nearest ``target`` (the larger on a tie); None when
+        every position is taken."""
+        at = bisect.bisect_left(keys, target)
+        right = self._find(self.right, at)
+        left = self._find(self.left, at) - 1
+        if right == self.n and left < 0:
+            return None
+        if right == self.n or (left >= 0 and target - keys[left] < keys[right] - target):
+            right = left
+        self.right[right] = right + 1
+        self.left[right + 1] = right
+        return right
+
+
+def more_pages(base: list[tuple[str, Path]], rounds: int, root: Path) -> list[tuple[str, Path]]:
+    """``rounds`` x ``len(base)`` distinct real pages from :data:`MORE_PACKAGES`, none of them in ``base``: for each
+    round, for each base page in order, the unused page of the same language class (English or not) nearest in
+    size. So a corpus of k x the pages has the 1x corpus's sizes and English share (what each stage's cost per
+    page follows), with new text throughout; too few pages of a class for that many rounds refuses to run."""
+    import debian_pages
+
+    pool: dict[bool, list[tuple[int, str, Path]]] = {True: [], False: []}
+    for package in MORE_PACKAGES:
+        for path in debian_pages.downloaded_pages(package, root):
+            rel = path.relative_to(root / "html" / package).as_posix().removeprefix("usr/share/")
+            url = f"https://www.debian.org/doc/packages/{package}/{rel}"
+            pool[_is_english(url)].append((path.stat().st_size, url, path))
+    keys, free = {}, {}
+    for english, pages in pool.items():
+        pages.sort()
+        keys[english] = [size for size, _, _ in pages]
+        free[english] = _Free(len(pages))
+    out = []
+    for _ in range(rounds):
+        for url, path in base:
+            english = _is_english(url)
+            at = free[english].nearest(keys[english], path.stat().st_size)
+            if at is None:
+                kind = "English" if english else "other-language"
+                raise SystemExit(
+                    f"e2e corpus: {len(pool[english]):,} {kind} pages in {len(MORE_PACKAGES)} packages are too few "
+                    f"for {rounds + 1}x the corpus; this benchmark was designed for up to 16x"
+                )
+            _, url_k, path_k = pool[english][at]
+            out.append((url_k, path_k))
+    return out
+
+
 def _charset(html: bytes) -> str:
     try:
         html.decode("utf-8")
@@ -162,9 +267,9 @@ def _record_id(url: str) -> str:
     return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, 'response:' + url)}>"
 
 
-def build_corpus(dest: Path, pages: list[tuple[str, Path]], copies: int, shards: int = SHARDS) -> int:
-    """Write ``copies`` x the pages as ``shards`` gzipped WARC files (one HTTP response record per page, dealt
-    round-robin). Copy k > 0 of a page has the URL ``<url>?copy=k``. Returns the number of records."""
+def build_corpus(dest: Path, pages: list[tuple[str, Path]], shards: int = SHARDS) -> int:
+    """Write the pages as ``shards`` gzipped WARC files (one HTTP response record per page, dealt round-robin).
+    Returns the number of records."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -177,36 +282,34 @@ def build_corpus(dest: Path, pages: list[tuple[str, Path]], copies: int, shards:
         info.rec_headers.replace_header("WARC-Date", WARC_DATE)
         w.write_record(info)
     n = 0
-    for k in range(copies):
-        for url, path in pages:
-            html = path.read_bytes()
-            url_k = url if k == 0 else f"{url}?copy={k}"
-            http = StatusAndHeaders(
-                "200 OK",
-                [
-                    ("Date", HTTP_DATE),
-                    ("Server", "Apache"),
-                    ("Content-Type", f"text/html; charset={_charset(html)}"),
-                    ("Content-Length", str(len(html))),
-                ],
-                protocol="HTTP/1.1",
+    for url, path in pages:
+        html = path.read_bytes()
+        http = StatusAndHeaders(
+            "200 OK",
+            [
+                ("Date", HTTP_DATE),
+                ("Server", "Apache"),
+                ("Content-Type", f"text/html; charset={_charset(html)}"),
+                ("Content-Length", str(len(html))),
+            ],
+            protocol="HTTP/1.1",
+        )
+        w = writers[n % shards]
+        w.write_record(
+            w.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(html),
+                length=len(html),
+                http_headers=http,
+                warc_headers_dict={
+                    "WARC-Record-ID": _record_id(url),
+                    "WARC-Date": WARC_DATE,
+                    "WARC-Identified-Payload-Type": "text/html",
+                },
             )
-            w = writers[n % shards]
-            w.write_record(
-                w.create_warc_record(
-                    url_k,
-                    "response",
-                    payload=io.BytesIO(html),
-                    length=len(html),
-                    http_headers=http,
-                    warc_headers_dict={
-                        "WARC-Record-ID": _record_id(url_k),
-                        "WARC-Date": WARC_DATE,
-                        "WARC-Identified-Payload-Type": "text/html",
-                    },
-                )
-            )
-            n += 1
+        )
+        n += 1
     for f in files:
         f.close()
     return n
@@ -356,6 +459,8 @@ def train_classifier(work: Path) -> str:
 def write_mixture(
     path: Path, corpus: Path, model: str, threshold: float, timeout: float, extract: str = "datapipe"
 ) -> None:
+    # Trafilatura as datatrove's extractor runs it (favour_precision, deduplicate, no comments): our fineweb preset
+    preset = ", preset: fineweb" if extract == "trafilatura" else ""
     path.write_text(
         f"""name: e2e
 data_root: {corpus}
@@ -366,7 +471,7 @@ sources:
     weight: 1
     format: warc
     paths: ["web-*.warc.gz"]
-    extract: {{method: {extract}, timeout_s: {timeout}}}
+    extract: {{method: {extract}, timeout_s: {timeout}{preset}}}
     langid: {{languages: [en], min_score: 0.65}}
     filters: {{preset: refinedweb}}
     dedup: {{exact: true, minhash: {{preset: fineweb}}}}
@@ -753,7 +858,7 @@ def print_scaling(runs: dict[int, dict], pages: int) -> float:
     sizes = sorted(runs)
     big = sizes[-1]
     print()
-    print(f"datapipe scaling ({pages:,} real pages at 1x; larger sizes repeat them under ?copy=k URLs):")
+    print(f"datapipe scaling ({pages:,} real pages at 1x; larger sizes add distinct pages matched in size):")
     head = f"{'stage':<15}" + "".join(
         f" {f'{k}x in':>8} {f'{k}x ms/page':>11} {f'{k}x MiB':>7}" for k in sizes
     )
@@ -828,6 +933,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     try:
+        import debian_pages
+
         pages = real_pages()
         print(f"e2e: {len(pages)} real pages from Debian packages", flush=True)
         model = train_classifier(work)
@@ -841,7 +948,7 @@ def main() -> None:
         # byte-compiling: the caches and bytecode as this checkout had them), as datatrove's side always runs
         corpus_1x = work / "corpus-1x"
         shutil.rmtree(corpus_1x, ignore_errors=True)
-        build_corpus(corpus_1x, pages, 1)
+        build_corpus(corpus_1x, pages)
         os.sync()
         cold = run_datapipe(
             corpus_1x, work, "cold", model, args.threshold, args.timeout, args.extract, args.engine
@@ -854,20 +961,29 @@ def main() -> None:
         byte_compile()
         warm = work / "corpus-warmup"
         shutil.rmtree(warm, ignore_errors=True)
-        build_corpus(warm, pages[::20], 1, shards=2)  # every 20th page: all languages and manuals
+        build_corpus(warm, pages[::20], shards=2)  # every 20th page: all languages and manuals
         run_datapipe(warm, work, "warmup", model, args.threshold, args.timeout, args.extract, args.engine)
         print(f"warm-up build (untimed, {len(pages[::20])} pages): {time.perf_counter() - t0:.0f} s")
 
         # each size's corpus is written just before its run (and synced): with every corpus written first, the 1x
         # build that followed the 452 MiB of the 16x corpus took 32 s instead of 23-24 s
+        t0 = time.perf_counter()
+        extra = more_pages(pages, sizes[-1] - 1, debian_pages.cache_root())
+        print(f"{len(extra):,} more distinct pages for the larger corpora ({time.perf_counter() - t0:.0f} s)")
         corpora, ours = {}, {}
         for k in sizes:
             t0 = time.perf_counter()
             corpora[k] = work / f"corpus-{k}x"
             shutil.rmtree(corpora[k], ignore_errors=True)
-            n = build_corpus(corpora[k], pages, k)
+            chosen = pages + extra[: (k - 1) * len(pages)]
+            n = build_corpus(corpora[k], chosen)
             mb = sum(p.stat().st_size for p in corpora[k].iterdir()) / MIB
-            print(f"corpus {k}x: {n:,} records, {mb:,.0f} MiB gzipped WARC, {time.perf_counter() - t0:.0f} s")
+            html = sum(path.stat().st_size for _, path in chosen) / MIB
+            english = sum(_is_english(url) for url, _ in chosen) / len(chosen)
+            print(
+                f"corpus {k}x: {n:,} records ({html:,.0f} MiB of HTML, {english:.0%} English by package), "
+                f"{mb:,.0f} MiB gzipped WARC, {time.perf_counter() - t0:.0f} s"
+            )
             os.sync()
             ours[k] = run_datapipe(
                 corpora[k], work, f"{k}x", model, args.threshold, args.timeout, args.extract, args.engine
@@ -892,7 +1008,7 @@ def main() -> None:
         # both sides on every 20th page, in as many shards: with the 1x runs, each side's fixed and marginal cost
         small_corpus = work / "corpus-small"
         shutil.rmtree(small_corpus, ignore_errors=True)
-        build_corpus(small_corpus, pages[::20], 1)
+        build_corpus(small_corpus, pages[::20])
         small = {
             "datapipe": run_datapipe(
                 small_corpus, work, "small", model, args.threshold, args.timeout, args.extract, args.engine
@@ -951,10 +1067,6 @@ def main() -> None:
         )
         print(f"  cold (our first build of this run, no warm-up on either side): {cold_vs:.2f}")
         print(f"  Beam's DirectRunner ({WORKERS} workers, our extractor): {beam_vs:.2f}")
-        print(
-            "  (the 4x and 16x corpora repeat the 1x pages under other URLs: worst_scaling measures cost per input "
-            "document, not new text)"
-        )
         print(f"benchmark wall time {time.perf_counter() - t_start:.0f} s (corpora and training included)")
         print(
             f"bench: e2e vs_datatrove={vs:.2f} cpu_vs_datatrove={cpu_vs:.2f} like_for_like={like_vs:.2f}"

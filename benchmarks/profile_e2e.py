@@ -129,7 +129,7 @@ def main() -> None:
         corpus, out, mixture = work / f"corpus-{tag}", work / f"out-{tag}", work / f"mixture-{tag}.yaml"
         for p in (corpus, out):
             shutil.rmtree(p, ignore_errors=True)
-        e2e.build_corpus(corpus, chosen, 1, shards=2 if tag != "full" else e2e.SHARDS)
+        e2e.build_corpus(corpus, chosen, shards=2 if tag != "full" else e2e.SHARDS)
         e2e.write_mixture(mixture, corpus, model, 0.5, 5.0)
         cmd = command(str(mixture), str(out), *flags)
         if tag == "warmup":  # the bytecode and numba's caches, as e2e.py does: not profiled

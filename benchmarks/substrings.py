@@ -44,6 +44,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from debian_pages import cache_root, fetch  # noqa: E402
+
 from datapipe import HtmlExtractor, kept_ranges  # noqa: E402
 from datapipe import substring_spans as spans_of  # noqa: E402
 from datapipe import substrings as S  # noqa: E402
@@ -167,26 +169,6 @@ MAX_PAGE = 1 << 20
 HTML = (".html", ".htm", ".xhtml")
 
 
-def cache_root(arg: str | None) -> Path:
-    return Path(
-        arg or os.environ.get("DATAPIPE_BENCH_CACHE") or Path.home() / ".cache" / "datapipe-bench"
-    ).resolve()
-
-
-def fetch(package: str, debs: Path) -> Path:
-    """The package's .deb, downloaded by name into ``debs`` (apt-get download needs no root)."""
-    found = sorted(debs.glob(f"{package}_*.deb"))
-    if found:
-        return found[-1]
-    proc = subprocess.run(["apt-get", "download", "-qq", package], cwd=debs, capture_output=True, text=True)
-    found = sorted(debs.glob(f"{package}_*.deb"))
-    if proc.returncode != 0 or not found:
-        raise SystemExit(
-            f"substrings corpus: `apt-get download {package}` failed: {proc.stderr.strip()[-300:]}"
-        )
-    return found[-1]
-
-
 def extract_package(package: str, deb: str, root: str) -> tuple[str, int, int, int]:
     """Unpack one package, extract every HTML page (by path) into ``root/pages/PACKAGE.bin`` (the pages' UTF-8)
     and ``.lens`` (each page's length), and remove the unpacked files; returns the package, its pages, the
@@ -234,8 +216,8 @@ def build_corpus(root: Path, workers: int = 2) -> dict:
         raise SystemExit(
             "substrings corpus: this machine has no apt-get/dpkg: the text comes from Debian packages"
         )
-    debs = root / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
+    # shared with the other benchmarks that download packages (debian_pages.fetch)
+    debs = root.parent / "debs"
     out.mkdir(parents=True, exist_ok=True)
     limit = CORPUS_MB * 10**6
     total, starts, used = 0, [0], []
