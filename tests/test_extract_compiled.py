@@ -18,6 +18,7 @@ from selectolax.lexbor import LexborHTMLParser
 from datapipe.extract import model, names, rules, scoring, verdicts, walk
 from datapipe.extract.blocks import Block, Container, size_of
 from datapipe.extract.html import decode_html
+from datapipe.extract.pagetype import head_of
 from datapipe.extract.signals import mask_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -162,7 +163,16 @@ def test_the_compiled_text_tests_let_every_candidate_by(trees: list[LexborHTMLPa
     and a text's size: wherever the reference's own first test says yes, so does the test here, on every block of
     the fixture pages and on each word with any one character in any case the reference takes for it."""
     module, how = walk.learned()
-    texts = ["İ", "copyrİght", "ВСЕ ПРАВА ЗАЩИЩЕНЫ", "¡APÓYANOS!", "Credıt: AP", "Photo ſource: x", "中文字符", "한국어"]
+    texts = [
+        "İ",
+        "copyrİght",
+        "ВСЕ ПРАВА ЗАЩИЩЕНЫ",
+        "¡APÓYANOS!",
+        "Credıt: AP",
+        "Photo ſource: x",
+        "中文字符",
+        "한국어",
+    ]
     for tree in trees:
         w = module.Walk(how)
         w.run(tree.body.mem_id)
@@ -180,3 +190,43 @@ def test_the_compiled_text_tests_let_every_candidate_by(trees: list[LexborHTMLPa
         if rules._is_caption(text):
             assert text in verdicts.CAPTION_WORDS, text
         assert verdicts.text_size(text) == size_of(text), text
+
+
+def test_the_compiled_head_and_title_are_selectolax_reads(trees: list[LexborHTMLParser]) -> None:
+    """``treewalk.head_parts`` is ``pagetype.head_of`` and ``treewalk.first_title`` the text of
+    ``css_first("title")``, on the fixture pages and on heads that test their corners (a valueless or empty
+    ``property`` before a ``name``, upper case, a meta without content, an empty script)."""
+    module, _ = walk.compiled()
+    corners = [
+        '<head><meta property name="Generator" content="Hugo"><meta property="" name=og:TYPE content=article>'
+        '<meta name=generator><script type="Application/LD+JSON"></script><title> A \n b </title></head>',
+        '<head><script type=application/ld+json>{"@type": "Product"}</script><meta property=og:type></head>'
+        "<body><svg><title>icon</title></svg></body>",
+        "<body><p>no head, no title</p></body>",
+    ]
+    pages = list(trees) + [LexborHTMLParser(html) for html in corners]
+    seen = 0
+    for tree in pages:
+        want = head_of(tree)
+        assert module.head_parts(tree.head.mem_id) == want
+        seen += len(want[0]) + len(want[1])
+        node = tree.css_first("title")
+        title = " ".join(node.text(deep=True).split()) or None if node is not None else None
+        assert module.first_title(tree.root.mem_id) == title
+    assert seen > 10
+
+
+def test_few_rows_score_as_many() -> None:
+    """A forest's scores of fewer than ``scoring.FEW_ROWS`` rows (its trees walked eight at a time) are those the
+    rows get among many (each tree walked by every row), NaN included."""
+    forest = model.shipped().page_types.forest
+    rng = np.random.default_rng(7)
+    width = int(forest.feature.max()) + 1
+    x = rng.normal(size=(40, width)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    many = scoring.forest_scores(x, forest.nodes, forest.roots, forest.leaf_value, forest.classes)
+    for n in range(scoring.FEW_ROWS):
+        few = scoring.forest_scores(
+            x[:n].copy(), forest.nodes, forest.roots, forest.leaf_value, forest.classes
+        )
+        assert np.array_equal(few, many[:n])

@@ -27,7 +27,7 @@ from datapipe.extract.blocks import HEADINGS, Block, Container, size_of
 from datapipe.extract.features import FEATURES, block_features
 from datapipe.extract.model import Models, shipped
 from datapipe.extract.names import names_comments
-from datapipe.extract.pagetype import head_of, page_features, with_page_types
+from datapipe.extract.pagetype import page_features, with_page_types
 from datapipe.extract.render import headline, render
 from datapipe.extract.rules import SHORT_CHARS
 from datapipe.extract.spaces import drop_invisible, nfc
@@ -155,11 +155,13 @@ def walked(html: str | bytes) -> Analysis:
 
 
 def _walked(tree: LexborHTMLParser) -> Analysis:
-    declared, generators = head_of(tree)
+    walk, rules = learned()
+    head = tree.head
+    # pagetype.head_of, read from lexbor's structs (the same lists; a test holds the two together)
+    declared, generators = walk.head_parts(head.mem_id) if head is not None else ([], [])
     body = tree.body
     if body is None:
         return Analysis([], [], [], declared=tuple(declared), generators=tuple(generators))
-    walk, rules = learned()
     walker = walk.Walk(rules)
     walker.run(body.mem_id)
     why = _compiled()[0](walker.blocks, walker.containers)
@@ -213,10 +215,14 @@ def _heading_named(blocks: list[Block], why: list[str], named: str) -> int | Non
 
 
 def _title_element(tree: LexborHTMLParser) -> str | None:
-    """The ``<title>`` element's text, whitespace collapsed (None when there is none or it is blank)."""
-    node = tree.css_first("title")
-    text = " ".join(node.text(deep=True).split()) if node is not None else ""
-    return text or None
+    """The ``<title>`` element's text, whitespace collapsed (None when there is none or it is blank): the first
+    ``<title>`` in document order, found by the compiled walk's :func:`first_title` (a CSS query,
+    ``tree.css_first("title")``, its reference in the tests, cost more than finding it)."""
+    root = tree.root
+    if root is None:
+        return None
+    title: str | None = compiled()[0].first_title(root.mem_id)
+    return title
 
 
 def _walk(walk: ModuleType, rules: WalkRules, node: int) -> Analysis:

@@ -332,7 +332,9 @@ def head_of(tree: LexborHTMLParser) -> tuple[list[str], list[str]]:
     """What the page's head declares: its JSON-LD scripts' text and its ``og:type`` (as ``og:<type>``), and its
     generators (``<meta name=generator>``). The body's JSON-LD and microdata types the walk gathers
     (``Walk.declared``): together they are what :func:`page_features` reads. Read from the tree, not the text: a
-    search of a page's text for them took 0.7 ms of a page's 8."""
+    search of a page's text for them took 0.7 ms of a page's 8. The extractor reads them with the compiled walk's
+    ``head_parts`` (the same lists from lexbor's structs, 0.06 -> 0.01 ms a page): this is its reference, held to
+    it by a test."""
     declared: list[str] = []
     generators: list[str] = []
     head = tree.head

@@ -9,6 +9,7 @@ STATS: tuple[str, ...]
 def text_stats(texts: list[str]) -> np.ndarray: ...
 
 NODE: np.dtype
+FEW_ROWS: int
 
 def pack_nodes(
     feature: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray, default_left: np.ndarray

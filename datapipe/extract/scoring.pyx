@@ -161,6 +161,41 @@ def pack_nodes(feature, threshold, left, right, default_left):
     return out
 
 
+cdef extern from *:
+    """
+    typedef struct __attribute__((packed)) { float threshold; int feature; int left; int right; } dp_node;
+    /* one step of a row down a tree (Node's layout: the column, DEFAULT_LEFT = 1 << 30 where a missing value goes
+       left), branch-free: the child's number, a leaf's (< 0) kept once reached */
+    static inline int dp_step(const dp_node *tree, int node, const float *row) {
+        const dp_node *nd = tree + (node & ~(node >> 31));
+        int f = nd->feature;
+        float v = row[f & 0x3FFFFFFF];
+        int right = !(v <= nd->threshold) & !((v != v) & (f >> 30));
+        int next = (&nd->left)[right];
+        return node < 0 ? node : next;
+    }
+    /* one row down eight trees at once (their roots at roots[0..7]): the leaves reached, in out[0..7] */
+    static inline void dp_trees8(const dp_node *tree, const int *roots, const float *row, int *out) {
+        int n0 = roots[0], n1 = roots[1], n2 = roots[2], n3 = roots[3];
+        int n4 = roots[4], n5 = roots[5], n6 = roots[6], n7 = roots[7];
+        while ((n0 & n1 & n2 & n3 & n4 & n5 & n6 & n7) >= 0) {
+            n0 = dp_step(tree, n0, row); n1 = dp_step(tree, n1, row); n2 = dp_step(tree, n2, row);
+            n3 = dp_step(tree, n3, row); n4 = dp_step(tree, n4, row); n5 = dp_step(tree, n5, row);
+            n6 = dp_step(tree, n6, row); n7 = dp_step(tree, n7, row);
+        }
+        out[0] = n0; out[1] = n1; out[2] = n2; out[3] = n3; out[4] = n4; out[5] = n5; out[6] = n6; out[7] = n7;
+    }
+    """
+    ctypedef struct dp_node:
+        pass
+    void dp_trees8(const dp_node *tree, const int *roots, const float *row, int *out) noexcept nogil
+
+
+# below this many rows a model's trees are walked eight at a time for each row (the page-type model: one row, 840
+# trees); from it, as before, each tree by every row
+FEW_ROWS = 8
+
+
 def forest_scores(
     cnp.ndarray[cnp.float32_t, ndim=2] x,
     cnp.ndarray nodes,
@@ -189,8 +224,38 @@ def forest_scores(
     cdef const double *leaf = <const double *> leaf_value.data
     cdef const int *root = <const int *> roots.data
     cdef const float *base = <const float *> x.data
+    cdef int leaves[8]
+    cdef Py_ssize_t k
     if nodes.dtype != NODE or not nodes.flags.c_contiguous:
         raise ValueError("forest_scores reads pack_nodes' records")
+    if n < FEW_ROWS:
+        # few rows (the page-type model's one): eight trees at a time, each step of the eight branch-free, so that
+        # their reads of nodes not cached (the extraction runs beside others) overlap; every row's leaves are still
+        # added in the trees' order, so the sums are the same doubles. The page-type model took 0.08 ms this way
+        # 0.04-0.05 (its 188 KB of nodes mostly out of the cache)
+        for r in range(n):
+            row = base + r * stride
+            t = 0
+            while t + 8 <= trees:
+                dp_trees8(<const dp_node *> tree, root + t, row, leaves)
+                for k in range(8):
+                    out[r, (t + k) % classes] += leaf[~leaves[k]]
+                t += 8
+            while t < trees:
+                node = root[t]
+                while node >= 0:
+                    nd = tree + node
+                    f = nd.feature
+                    v = row[f & FEATURE]
+                    if v <= nd.threshold:
+                        node = nd.left
+                    elif isnan(v):
+                        node = nd.left if f & DEFAULT_LEFT else nd.right
+                    else:
+                        node = nd.right
+                out[r, t % classes] += leaf[~node]
+                t += 1
+        return out
     for t in range(trees):
         cls = t % classes
         for r in range(n):

@@ -70,6 +70,7 @@ cdef extern from "lexbor/dom/interfaces/attr.h":
     uintptr_t LXB_DOM_ATTR_ID
     uintptr_t LXB_DOM_ATTR_STYLE
     uintptr_t LXB_DOM_ATTR_TYPE
+    uintptr_t LXB_DOM_ATTR_CONTENT
     uintptr_t LXB_DOM_ATTR__LAST_ENTRY
 
 cdef extern from "lexbor/dom/interfaces/element.h":
@@ -92,6 +93,8 @@ cdef extern from "lexbor/tag/const.h":
     uintptr_t LXB_TAG__LAST_ENTRY
     uintptr_t LXB_TAG_TEMPLATE
     uintptr_t LXB_TAG_SCRIPT
+    uintptr_t LXB_TAG_META
+    uintptr_t LXB_TAG_TITLE
 
 BUILT_FOR = DATAPIPE_SELECTOLAX.decode()
 TAGS = LXB_TAG__LAST_ENTRY
@@ -322,21 +325,33 @@ cdef inline size_t skip_spaces(const unsigned char *s, size_t n) noexcept:
     return i
 
 
-cdef Py_ssize_t gather_text(Gathered *g, const unsigned char *s, size_t n) except -1:
-    """Add a text node to the block; the characters of its text less outer whitespace (what a link's text counts).
-    A text of only whitespace before anything was gathered is not (it starts no block). Outside preformatted text,
-    whitespace runs become one space and none is kept at the start or after a line break, so that ``buf`` is
-    already what :func:`datapipe.extract.blocks.make_block` makes of the joined parts (checked by
-    :func:`block_text`'s test against it): making each part a ``str`` to join, split and join again was about a
-    tenth of a page's time."""
+# what a byte may start, for gather_text's scan of a word: 0 no whitespace, 1 an ASCII whitespace character, 2 the
+# lead byte of a whitespace character of two or three bytes (space_at says which)
+cdef unsigned char STARTS[256]
+for _b in range(256):
+    STARTS[_b] = 1 if _b < 0x80 and chr(_b).isspace() else 2 if _b in (0xC2, 0xE1, 0xE2, 0xE3) else 0
+
+
+cdef Py_ssize_t gather_text(Gathered *g, const unsigned char *s, size_t n, bint count=True) except -1:
+    """Add a text node to the block; with ``count``, the characters of its text less outer whitespace (what a
+    link's text counts; the walk asks only inside a link), else 0. A text of only whitespace before anything was
+    gathered is not (it starts no block). Outside preformatted text, whitespace runs become one space and none is
+    kept at the start or after a line break, so that ``buf`` is already what
+    :func:`datapipe.extract.blocks.make_block` makes of the joined parts (checked by :func:`block_text`'s test
+    against it): making each part a ``str`` to join, split and join again was about a tenth of a page's time. Words
+    parted by one ASCII space are copied as one run (the space is what the collapsing would write), each word's
+    end found by a table of what a byte may start."""
     cdef size_t lead = skip_spaces(s, n), end = n, i, j, w
+    cdef unsigned char c
     if lead == n and not g.parts:
         return 0
     g.parts = True
     if g.raw:
         buf_add(&g.buf, s, n)
     else:
-        i = 0
+        i = lead
+        if lead:
+            g.space = True
         while i < n:
             w = space_at(s + i, n - i)
             if w:
@@ -344,15 +359,23 @@ cdef Py_ssize_t gather_text(Gathered *g, const unsigned char *s, size_t n) excep
                 i += w
                 continue
             j = i + 1
-            while j < n and not space_at(s + j, n - j):
-                j += 1
+            while j < n:
+                c = STARTS[s[j]]
+                if c == 0:
+                    j += 1
+                elif c == 2 and not space_at(s + j, n - j):
+                    j += 1
+                elif s[j] == 32 and j + 1 < n and STARTS[s[j + 1]] == 0:
+                    j += 2  # one space between two words: kept in the run
+                else:
+                    break
             if g.space and g.buf.size and not g.newlines:
                 buf_add(&g.buf, <const unsigned char *> " ", 1)
             g.space = False
             g.newlines = 0
             buf_add(&g.buf, s + i, j - i)
             i = j
-    if lead == n:
+    if lead == n or not count:
         return 0
     w = space_before(s, end)
     while w:
@@ -414,6 +437,114 @@ def block_text(list parts, str kind):
         return (row_text(gathered(&g), kind) or None) if g.parts else None, chars
     finally:
         free(g.buf.data)
+
+
+cdef inline bint value_is_lower(lxb_dom_attr_t *attr, const char *text, size_t n) noexcept:
+    """Whether an attribute's value, lowercased, is ``text`` (``n`` lowercase ASCII bytes without a ``k``): ASCII's
+    case folded here is ``str.lower()``'s, since no other character lowercases to an ASCII letter but the Kelvin
+    sign, to ``k``."""
+    cdef size_t i
+    cdef unsigned char c
+    if attr == NULL or attr.value == NULL or attr.value.data == NULL or attr.value.length != n:
+        return False
+    for i in range(n):
+        c = attr.value.data[i]
+        if 65 <= c <= 90:
+            c += 32
+        if c != <unsigned char> text[i]:
+            return False
+    return True
+
+
+cdef str deep_text(lxb_dom_node_t *top):
+    """The text of every text node under ``top`` in document order, joined: selectolax's ``node.text(deep=True)``
+    (lexbor's simple walk: children before siblings, a template's content not entered)."""
+    cdef Buf b
+    cdef lxb_dom_node_t *node = top.first_child
+    cdef lxb_dom_character_data_t *t
+    b.data = NULL
+    b.size = b.cap = 0
+    try:
+        while node != NULL:
+            if node.type == LXB_DOM_NODE_TYPE_TEXT:
+                t = <lxb_dom_character_data_t *> node
+                if t.data.data != NULL and t.data.length:
+                    buf_add(&b, t.data.data, t.data.length)
+            if node.first_child != NULL:
+                node = node.first_child
+                continue
+            while node != top and node.next == NULL:
+                node = node.parent
+            node = NULL if node == top else node.next
+        return PyUnicode_DecodeUTF8(b.data, b.size, "replace") if b.size else ""
+    finally:
+        free(b.data)
+
+
+def head_parts(uintptr_t address):
+    """What the page's head (the element at ``address``, a ``LexborNode.mem_id``) declares, read from lexbor's
+    structs: :func:`datapipe.extract.pagetype.head_of`'s reference, the same lists (its JSON-LD scripts' text and
+    ``og:type`` as ``og:<type>``, in order; its generators). Through selectolax's objects (a node and an attribute
+    dictionary per element of the head) it took ~0.06 ms of a page's ~3."""
+    cdef lxb_dom_node_t *node = (<lxb_dom_node_t *> address).first_child
+    cdef lxb_dom_attr_t *attr
+    cdef lxb_dom_attr_t *prop
+    cdef lxb_dom_attr_t *named
+    cdef lxb_dom_attr_t *content
+    cdef lxb_dom_attr_t *key
+    cdef list declared = [], generators = []
+    cdef object value
+    while node != NULL:
+        if node.type == LXB_DOM_NODE_TYPE_ELEMENT and node.local_name == LXB_TAG_META:
+            prop = named = content = NULL
+            attr = (<lxb_dom_element_t *> node).first_attr
+            while attr != NULL:  # the last of each name, as a dictionary of them keeps
+                if attr.node.local_name == LXB_DOM_ATTR_CONTENT:
+                    content = attr
+                elif attr_is(attr, "property", 8):
+                    prop = attr
+                elif attr_is(attr, "name", 4):
+                    named = attr
+                attr = attr.next
+            # ``attrs.get("property") or attrs.get("name") or ""``: an empty or valueless one is passed over
+            key = prop if value_length(prop) else named if value_length(named) else NULL
+            if key != NULL:
+                value = value_of(content) if content != NULL else None
+                if value_is_lower(key, "og:type", 7):
+                    declared.append("og:" + (value or ""))
+                elif value_is_lower(key, "generator", 9):
+                    generators.append(value or "")
+        elif node.type == LXB_DOM_NODE_TYPE_ELEMENT and node.local_name == LXB_TAG_SCRIPT:
+            key = NULL
+            attr = (<lxb_dom_element_t *> node).first_attr
+            while attr != NULL:
+                if attr.node.local_name == LXB_DOM_ATTR_TYPE:
+                    key = attr
+                attr = attr.next
+            if value_is_lower(key, "application/ld+json", 19):
+                declared.append(deep_text(node))
+        node = node.next
+    return declared, generators
+
+
+def first_title(uintptr_t address):
+    """The text of the first ``<title>`` element in the document at ``address`` (the document node, in document
+    order, as selectolax's ``css_first("title")`` finds it; any namespace, as its type selector matches), its
+    whitespace collapsed; None when there is none or it is blank: ``analysis._title_element``'s reference."""
+    cdef lxb_dom_node_t *top = <lxb_dom_node_t *> address
+    cdef lxb_dom_node_t *node = top.first_child
+    cdef str text
+    while node != NULL:
+        if node.type == LXB_DOM_NODE_TYPE_ELEMENT and node.local_name == LXB_TAG_TITLE:
+            text = " ".join(deep_text(node).split())
+            return text or None
+        if node.first_child != NULL:
+            node = node.first_child
+            continue
+        while node != top and node.next == NULL:
+            node = node.parent
+        node = NULL if node == top else node.next
+    return None
 
 
 cdef inline bint attr_is(lxb_dom_attr_t *attr, const char *name, size_t n) noexcept:
@@ -1113,7 +1244,7 @@ cdef class Walk:
                 if child.type == LXB_DOM_NODE_TYPE_TEXT:
                     t = <lxb_dom_character_data_t *> child
                     if t.data.data != NULL and t.data.length:
-                        chars = gather_text(&self.text, t.data.data, t.data.length)
+                        chars = gather_text(&self.text, t.data.data, t.data.length, self.link > 0)
                         if self.link:
                             self.link_chars += chars
                     child = child.next
