@@ -15,8 +15,16 @@ Decisions are the same when both keep, or both remove with the same reason; sign
 equal (or neither side has one). Every tokenizer is loaded on both sides before the clock starts; times are CPU
 seconds of this process (one core), filters plus signatures.
 
+Where a tokenizer's own analysis splits the words (Kiwi for Korean, pyvi's CRF for Vietnamese, khmer-nltk's CRF
+for Khmer), both sides spend most of their time inside it, so for those languages the benchmark also times the
+tokenizer's own call (``Kiwi.tokenize``, spaCy's Vietnamese tokenizer, ``khmernltk.word_tokenize``) on the texts
+both sides hand it, each document's text and its simplified text, after both sides ran: what is ours beyond that
+is what we can cut.
+
 Last line: ``bench: multilingual languages=N same_decisions=F same_signatures=G vs_datatrove=X
-slowest_language_vs_datatrove=Y`` (F and G: the worst language).
+spacy_vs_datatrove=Y tokenizer_bound_overhead=Z`` (F and G: the worst language; X: CPU seconds over every
+language, datatrove's over ours; Y: the same over the languages split by spaCy's rules; Z: our CPU seconds over
+the tokenizers' own calls' for Korean, Vietnamese and Khmer together).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +45,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hf-"))
 
 import numpy as np  # noqa: E402
+from datatrove.utils.text import simplify_text  # noqa: E402
 from fineweb2_peer import datatrove_decision, datatrove_filters  # noqa: E402
 from lo_help import documents  # noqa: E402
 
@@ -50,6 +60,32 @@ from datapipe import (  # noqa: E402
 
 MIN_DOCS = 100  # per language, as the issue asks
 CJKV = ("cmn_Hani", "jpn_Jpan", "kor_Hang", "vie_Latn")
+TOKENIZER_BOUND = ("kor_Hang", "vie_Latn", "khm_Khmr")
+
+
+def spacy_rules(language: str) -> bool:
+    """Whether the language's words are split by a blank spaCy tokenizer's rules (not jieba, SudachiPy, pyvi)."""
+    from datapipe.languages.spacy_words import WordSplitter
+
+    return isinstance(word_splitter(language), WordSplitter)
+
+
+def tokenizer_call(language: str) -> Callable[[str], object]:
+    """The tokenizer library's own call that datatrove's word tokenizer makes for ``language``."""
+    if language == "kor_Hang":
+        from datatrove.utils.word_tokenizers import load_word_tokenizer
+
+        kiwi = load_word_tokenizer(language)
+        return lambda text: kiwi.tokenizer.tokenize(kiwi.preprocess(text))  # type: ignore[attr-defined]
+    if language == "vie_Latn":
+        from datapipe.languages.spacy_words import import_spacy
+
+        return import_spacy().blank("vi").tokenizer  # pyvi, under spaCy's Vietnamese tokenizer
+    if language == "khm_Khmr":
+        from khmernltk import word_tokenize
+
+        return lambda text: word_tokenize(text, return_tokens=True)
+    raise ValueError(language)
 
 
 def datatrove_side(language: str, work: str):
@@ -93,12 +129,17 @@ def main() -> None:
         default=0,
         help="pass over each language's first N pages (500: pages the word splitting was never developed on)",
     )
+    ap.add_argument(
+        "--languages", help="only these language-scripts, comma-separated (a partial run: no bench line)"
+    )
     args = ap.parse_args()
     if args.docs < MIN_DOCS:
         raise SystemExit(f"multilingual: --docs {args.docs}: designed for at least {MIN_DOCS} per language")
 
     t0 = time.perf_counter()
     corpus = documents(args.docs, skip=args.skip)
+    if args.languages:
+        corpus = {k: v for k, v in corpus.items() if k in args.languages.split(",")}
     short = {k: len(v) for k, v in corpus.items() if len(v) < MIN_DOCS}
     if short and not args.skip:
         raise SystemExit(f"multilingual: fewer than {MIN_DOCS} documents for {short}")
@@ -123,6 +164,15 @@ def main() -> None:
             t = time.process_time()
             dp = [ours(d.text, d.id) for d in docs]
             t_dp = time.process_time() - t
+            t_tok = None
+            if language in TOKENIZER_BOUND:
+                call = tokenizer_call(language)
+                texts = [x for d in docs for x in (d.text, simplify_text(d.text))]
+                call(warm)
+                t = time.process_time()
+                for x in texts:
+                    call(x)
+                t_tok = time.process_time() - t
             same_dec = sum(a[0] == b[0] for a, b in zip(dt, dp, strict=True))
             same_sig = sum(
                 (a[1] is None and b[1] is None)
@@ -140,13 +190,17 @@ def main() -> None:
                 "datatrove_cpu_s": t_dt,
                 "datapipe_cpu_s": t_dp,
                 "vs_datatrove": t_dt / t_dp,
+                "spacy_rules": spacy_rules(language),
+                "tokenizer_cpu_s": t_tok,
             }
             rows.append(row)
             diffs = [(d.id, a[0], b[0]) for d, a, b in zip(docs, dt, dp, strict=True) if a[0] != b[0]]
             print(
                 f"{language}  docs {len(docs):>4}  kept {row['kept']:>4}  same decisions {same_dec}/{len(docs)}  "
                 f"same signatures {same_sig}/{len(docs)}  datatrove {t_dt:6.2f}s  datapipe {t_dp:6.2f}s  "
-                f"x{row['vs_datatrove']:.1f}  top: {', '.join(f'{r} {n}' for r, n in reasons.most_common(2))}",
+                f"x{row['vs_datatrove']:.1f}"
+                + (f"  tokenizer {t_tok:6.2f}s  x{t_dp / t_tok:.2f} of it" if t_tok is not None else "")
+                + f"  top: {', '.join(f'{r} {n}' for r, n in reasons.most_common(2))}",
                 flush=True,
             )
             for d in diffs[:3]:
@@ -154,15 +208,26 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     missing = [c for c in CJKV if c not in {r["language"] for r in rows}]
+    if args.languages:
+        missing = []
     if missing:
         raise SystemExit(f"multilingual: no documents for {missing}")
     total = sum(r["datatrove_cpu_s"] for r in rows) / sum(r["datapipe_cpu_s"] for r in rows)
+    spacy = [r for r in rows if r["spacy_rules"]]
+    y = sum(r["datatrove_cpu_s"] for r in spacy) / sum(r["datapipe_cpu_s"] for r in spacy)
+    bound = [r for r in rows if r["tokenizer_cpu_s"] is not None]
+    z = (
+        sum(r["datapipe_cpu_s"] for r in bound) / sum(r["tokenizer_cpu_s"] for r in bound)
+        if bound
+        else float("nan")
+    )
     slowest = min(rows, key=lambda r: r["vs_datatrove"])
     print(f"slowest language against datatrove: {slowest['language']} x{slowest['vs_datatrove']:.2f}")
+    print(f"split by spaCy's rules: {', '.join(r['language'] for r in spacy)}")
     print(
         f"bench: multilingual languages={len(rows)} same_decisions={min(r['same_decisions'] for r in rows):.4f} "
         f"same_signatures={min(r['same_signatures'] for r in rows):.4f} vs_datatrove={total:.1f} "
-        f"slowest_language_vs_datatrove={slowest['vs_datatrove']:.2f}"
+        f"spacy_vs_datatrove={y:.1f} tokenizer_bound_overhead={z:.2f}"
     )
 
 
