@@ -230,3 +230,34 @@ def test_few_rows_score_as_many() -> None:
             x[:n].copy(), forest.nodes, forest.roots, forest.leaf_value, forest.classes
         )
         assert np.array_equal(few, many[:n])
+
+
+def test_the_compiled_utf8_is_cpythons() -> None:
+    """``treewalk.utf8`` writes the bytes ``str.encode("utf-8", "ignore")`` does (what selectolax parses a ``str``
+    as): every width of str, runs of ASCII of every length around other characters, lone surrogates dropped."""
+    module, _ = walk.compiled()
+    rng = np.random.default_rng(11)
+    pool = [
+        "a",
+        " ",
+        "\x7f",
+        "\x80",
+        "é",
+        "\xff",
+        "\u07ff",
+        "\u0800",
+        "€",
+        "\uffff",
+        "\ud800",
+        "\udfff",
+        "😀",
+    ]
+    pool += ["\U0010ffff", "b" * 7, "c" * 16, "d" * 33]
+    texts = ["", "ascii only", "é" * 40, "€" * 3 + "x" * 29, "😀" + "y" * 50]
+    for _ in range(3000):
+        texts.append("".join(pool[k] for k in rng.integers(0, len(pool), size=int(rng.integers(0, 40)))))
+    for path in PAGES:
+        raw = path.read_bytes()
+        texts.append(decode_html(gzip.decompress(raw) if path.suffix == ".gz" else raw, None))
+    for text in texts:
+        assert module.utf8(text) == text.encode("utf-8", "ignore"), repr(text[:80])
