@@ -9,6 +9,10 @@ a 64 MB document. One run, one core.
 3. Long document: a child process tokenizes one 64 MB document (real text, concatenated) and reports its peak
    RSS.
 
+Timing: each side, in this process, one after the other, the best of ``--tries`` wall-clock (``perf_counter``)
+runs. Writes: no warm-up on either side. Reads: one untimed call on each side first (until 2026-12-07 only
+datapipe's reader had one).
+
 Last line: ``bench: cache write_vs_raw=X read_vs_raw=Y long_doc_rss_mb=Z``.
 """
 
@@ -108,7 +112,8 @@ def main() -> None:
                 futures = [raw_data[int(s) : int(s) + args.seq_len].read(batch=batch) for s in starts]
             np.stack([f.result() for f in futures])
 
-        read_ours()
+        read_ours()  # one untimed call on each side
+        read_raw()
         t_read_ours = best_of(args.tries, read_ours)
         t_read_raw = best_of(args.tries, read_raw)
         assert np.array_equal(

@@ -5,7 +5,9 @@ DedupGlobal``); ``--global-shuffle files`` runs the task table of ``datapipe/ded
 engine's too) through partitioned files (``pipelines/beam/phase.py: TaskTable``). Both run on the same shards of real documents
 (``benchmarks/corpus.py``) with planted copies and near-copies, on the DirectRunner in one process and on its
 multi-process mode with ``--workers`` worker processes (the multi-worker run this machine can hold), each in a
-fresh process so that its peak memory is its own. Every run must write the same removal lists.
+fresh process so that its peak memory is its own. Every run must write the same removal lists. Both paths are timed
+the same way: wall clock inside that process around the phase alone (imports and options outside), ``--tries``
+rounds (default 2) interleaved path by path, the fastest kept, no warm-up run on either.
 
     .venv/bin/python benchmarks/global_shuffle.py [--docs 20000] [--shard-docs 500] [--workers 2]
 

@@ -5,6 +5,8 @@ random weights and head, a word-piece vocabulary counted from the texts; ``tests
 to a folder and loaded by :class:`datapipe.quality.transformer.TransformersScorer` twice, on ``cuda`` and on the
 CPU. The first ``--check`` texts are scored by both (max |difference|: the GPU path must give the CPU's scores);
 every text is then scored on the GPU, timed after a warm-up, at the scorer's default batch budget and at 4x it.
+Each budget: one untimed call on 256 texts, then one timed call on all texts, wall clock between two
+``torch.cuda.synchronize()``; the CPU scorer is not timed (it only gives the reference scores).
 
 The texts are a JSONL of ``{"text": ...}`` (a GPU host has no corpus: write one here with
 ``--write-texts FILE``, from ``benchmarks/corpus.py``'s real documents).

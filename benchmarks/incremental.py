@@ -5,7 +5,7 @@ copies of A's pages and of their own). Three builds of a mixture with resilipars
 (``fineweb``) dedup: ``both`` (all four shards), ``first`` (A: shards 0-1) and ``later`` (B: shards 2-3, with
 ``dedup: {against: [first]}``), run with A's files moved away so the later build cannot read A's text. Equal when
 every B shard's removal list names the same documents for the same reasons in both, and a survivor is in A in
-one exactly when it is in the other.
+one exactly when it is in the other. Nothing is timed: the three builds run once each, for their removal lists.
 
     .venv/bin/python benchmarks/incremental.py [--work DIR]
 """

@@ -8,8 +8,12 @@ Levanter's cache layout, compressed). Then, alternating, ``--tries`` times each:
 * raw: the same windows (taken from the loader's plan beforehand, so no planning is timed) read with plain
   TensorStore reads, one batch per step, stacked into an array: the floor any loader on this cache pays.
 
+Both sides are timed the same way: wall clock (``perf_counter``) in this process, interleaved, the fastest of
+``--tries`` kept, no untimed warm-up on either (the cold run below comes before both); each try's loader is
+constructed outside its timing, as the raw side's arrays are opened outside theirs.
+
 ``first_batch_s`` is the time from a cold ``MixtureLoader(...)`` (manifest, ledgers, offsets opened) to the first
-batch in hand. Last line: ``bench: loader vs_raw=X first_batch_s=Y``.
+batch in hand, once. Last line: ``bench: loader vs_raw=X first_batch_s=Y``.
 """
 
 from __future__ import annotations

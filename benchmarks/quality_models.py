@@ -26,6 +26,10 @@ ships (``fixture_quality_embedding``); both are scored on the held-out part.
   2026-12-06 the teacher was timed once and the student as a best of three). torch and transformers are installed first when missing
   (``pip install '.[transformers]'``, about 5.5 GB).
 
+Timing: every speed is CPU seconds of this process (``process_time``), in process, one scorer after the other (the
+teacher, then the student), the best of ``--tries`` calls after one untimed call on the same documents (until
+2026-12-07 the student had none, the teacher had scored other texts before).
+
 Run: ``.venv/bin/python benchmarks/quality_models.py``. Last line:
 ``bench: quality_models embedding_docs_per_cpu_s=A student_spearman=S student_speedup=X ensemble_auc=E
 best_single_auc=B transformers_max_abs_diff=D``.
@@ -107,7 +111,8 @@ def ensure_torch() -> None:
 
 
 def cpu_speed(scorer, docs: list[str], tries: int) -> float:
-    """Documents per CPU second of the best of ``tries``."""
+    """Documents per CPU second of the best of ``tries``, after one untimed call on the same documents."""
+    scorer.scores(docs)
     best = float("inf")
     for _ in range(tries):
         t0 = time.process_time()

@@ -13,6 +13,12 @@ wall and CPU seconds):
   both engines with 2 workers: Beam's DirectRunner (``TaskTable``) and datatrove's local executor
   (``PhaseTask`` rows), then the removal lists checked against the planted truth.
 
+Timing: every size and engine the same way: once, as its own process tree under the wrapper (launch to exit,
+wall and CPU seconds; a build's stages by its ``ran in`` lines), all after one untimed warm-up build of 1,000 pages
+(bytecode, numba's caches); the dedup series runs first, one engine's sizes then the other's. Until 2026-12-07 the
+warm-up came only before the build series, so on a fresh checkout the first dedup run (Beam's, smallest) paid
+those caches.
+
 Scaling: per series, stage and engine, the time per document at each size over that at the smallest size
 (``growth``; fixed start-up costs make the smallest size the dearest per document) and, from three sizes on, the
 marginal cost per document between the two largest sizes over that between the two smallest (``marginal``).
@@ -176,14 +182,19 @@ def print_estimates(runs: dict[int, dict]) -> float:
     return worst
 
 
-def build_series(work: Path, sizes: tuple[int, ...], engine: str = "beam") -> dict[int, dict]:
+def warm_up(work: Path, engine: str = "beam") -> None:
+    """An untimed build of 1,000 pages before any timed run: the bytecode and numba's caches (on disk, shared by
+    every later process, both series and both engines), which would otherwise land in the first timed run alone."""
     model = e2e.train_classifier(work)
     warm = scale_corpus.build(work / "corpus-warmup", 1000)
     t0 = time.perf_counter()
-    # the bytecode and numba's caches, untimed
     e2e.byte_compile()
     e2e.run_datapipe(work / "corpus-warmup", work, "warmup", model, 0.5, 5.0, engine=engine)
     print(f"warm-up build ({warm['pages']:,} pages, untimed): {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def build_series(work: Path, sizes: tuple[int, ...], engine: str = "beam") -> dict[int, dict]:
+    model = e2e.train_classifier(work)
     runs = {}
     for n in sizes:
         corpus = work / f"corpus-{n}"
@@ -399,6 +410,7 @@ def main() -> None:
             return
         if not series or not series <= {"build", "dedup"}:
             raise SystemExit(f"scale: --series takes build, dedup, both, or estimate; not {args.series!r}")
+        warm_up(work, args.build_engine)
         dedup = dedup_series(work, dedup_sizes, engines) if "dedup" in series else {}
         builds = build_series(work, build_sizes, args.build_engine) if "build" in series else {}
         worst = max(print_build(builds) if builds else 0.0, print_dedup(dedup) if dedup else 0.0)

@@ -3,9 +3,11 @@
 A mixture of real GPT-2 tokens (``--docs`` documents, three components) is written to local disk; the bundled
 trainer runs ``--steps`` steps of ``--preset`` at ``--seq-len`` with ``--batch`` sequences per step on a
 (data, fsdp, model) mesh, streaming through the real loader. Compilation and the first ``--warmup`` steps are not
-timed. MFU = model FLOPs per token (every matmul incl. the LM head, attention at full length, x3 for the backward)
-x tokens/s / (peak per device x devices). The peak is the vendor's dense bf16 figure for known accelerators; on a
-CPU it is measured (a bf16 matmul), and ``--peak-tflops`` overrides it.
+timed; the ``--steps`` steps after them are timed once, as one wall-clock span in this process (the loader's
+iterator started inside it; it ends when the last step's metrics reach the host). MFU = model FLOPs per token
+(every matmul incl. the LM head, attention at full length, x3 for the backward) x tokens/s / (peak per device x
+devices). The peak is the vendor's dense bf16 figure for known accelerators; on a CPU it is measured (a bf16
+matmul), and ``--peak-tflops`` overrides it.
 
     .venv/bin/python benchmarks/train_mfu.py --preset tiny --devices 8 --mesh 2,2,2            # CPU
     python benchmarks/train_mfu.py --preset 1b --seq-len 4096 --batch 16 --mesh 1,-1,1 --steps 20  # one H200
@@ -27,7 +29,8 @@ head's loss a chunk of positions at a time), ``--moments bfloat16`` (AdamW's mom
 restores that checkpoint and trains N steps again, and prints whether each loss equals the uninterrupted run's.
 ``--profile DIR``: two more steps under JAX's profiler (a Perfetto trace, and the step's HLO, in DIR), and the
 device's time per kind of operation. ``--splash-sweep``: instead of training, time splash attention's forward and
-backward at the preset's shapes for several block sizes, and print the fastest (``DATAPIPE_SPLASH_BLOCKS`` or
+backward at the preset's shapes for several block sizes (each the same way: one untimed compiling call, then the
+best of 3 wall-clock means of 5 calls), and print the fastest (``DATAPIPE_SPLASH_BLOCKS`` or
 ``--splash-blocks`` sets them for a run). ``--variants FILE``: one run per line of FILE (``NAME ARGS...``, ARGS
 over this command's), all in this process (a TPU program's start costs seconds; compiles are the runs' own), each
 appended to ``--results FILE`` as JSON; a name already there is skipped, so a crashed list resumes.
