@@ -1156,6 +1156,7 @@ cdef class Walk:
     # datapipe.extract.pagetype; the head's are read from the tree)
     cdef public list declared
     cdef object block
+    cdef object new  # object.__new__: a block and a container made without their dataclass's __init__ (new_block)
     cdef Gathered text
     cdef Py_ssize_t link_chars, link, boiler
     cdef Py_ssize_t page_chars  # the page's text (see page()), -1 until counted
@@ -1182,6 +1183,7 @@ cdef class Walk:
         self.make_block = rules.make_block
         self.block = rules.block
         self.container = rules.container
+        self.new = object.__new__
         self.hidden_style = rules.hidden_style
         self.roles = rules.roles
         self.skip_share = rules.skip_share
@@ -1257,11 +1259,40 @@ cdef class Walk:
                 text = row_text(gathered(&self.text), self.kind)
                 n = len(text)
                 if n:
-                    self.blocks.append(
-                        self.block(self.kind, text, min(self.link_chars, n), n, self.mask(), self.tail())
-                    )
+                    self.blocks.append(self.new_block(text, min(self.link_chars, n), n))
             self.link_chars = 0
         return 0
+
+    cdef object new_block(self, str text, Py_ssize_t link_chars, Py_ssize_t n):
+        """``Block(kind, text, link_chars, n, mask, path)`` of the block being closed, its fields set one by one on a
+        new instance: a dataclass's ``__init__`` is a Python function, and calling it for each of a page's ~180
+        blocks cost ~0.1 ms of a page's ~3 (every field is set here, so its defaults are not needed)."""
+        cdef object block = self.new(self.block)
+        block.kind = self.kind
+        block.text = text
+        block.link_chars = link_chars
+        block.chars = n
+        block.mask = self.mask()
+        block.path = self.tail()
+        return block
+
+    cdef object new_container(
+        self, str kind, int tier, Py_ssize_t start, Py_ssize_t end, Py_ssize_t chars, str tag, object attrs,
+        bint skipped,
+    ):
+        """``Container(kind, tier, start, end, chars, tag, attrs, skipped)``, made as :meth:`new_block` makes a
+        block (``link_chars`` 0, its default: the verdicts set it)."""
+        cdef object c = self.new(self.container)
+        c.kind = kind
+        c.tier = tier
+        c.start = start
+        c.end = end
+        c.chars = chars
+        c.tag = tag
+        c.attrs = attrs
+        c.skipped = skipped
+        c.link_chars = 0
+        return c
 
     cdef object mask(self):
         """The groups of the open structural elements, as an int (a block's ``mask``)."""
@@ -1512,16 +1543,20 @@ cdef class Walk:
                 chars < self.root_min_chars or not holds_root(node, self.flags_c, self.ntags)
             ):
                 n = len(self.blocks)
-                self.containers.append(self.container("boiler", 0, n, n, chars, tag, attrs, True))
+                self.containers.append(self.new_container("boiler", 0, n, n, chars, tag, attrs, True))
                 return False
         if boiler:
             opened = len(self.containers)
-            self.containers.append(self.container("boiler", 0, len(self.blocks), -1, 0, tag, attrs, False))
+            self.containers.append(
+                self.new_container("boiler", 0, len(self.blocks), -1, 0, tag, attrs, False)
+            )
             if self.boiler < 0:
                 self.boiler = opened
         elif tier:
             opened = len(self.containers)
-            self.containers.append(self.container("root", tier, len(self.blocks), -1, 0, tag, attrs, False))
+            self.containers.append(
+                self.new_container("root", tier, len(self.blocks), -1, 0, tag, attrs, False)
+            )
         kind = self.kinds[tid]
         closing.outer = <PyObject *> self.kind
         closing.opened = opened

@@ -21,6 +21,7 @@ cdef extern from "Python.h":
     ctypedef unsigned int ucs4 "Py_UCS4"
     ucs4 PyUnicode_READ(int kind, void *data, Py_ssize_t index) nogil
     ucs4 Py_UNICODE_TOLOWER(ucs4 ch) nogil
+    bint Py_UNICODE_ISSPACE(ucs4 ch) nogil
 
 from datapipe.extract import rules as _rules
 from datapipe.extract.blocks import WIDE_WEIGHT as _WIDE_WEIGHT
@@ -127,8 +128,29 @@ cdef inline ucs4 fold(ucs4 c) noexcept:
     return 0x73 if c == 0x17F else c
 
 
+# where in a text a Needles' word may begin
+cdef enum:
+    ANYWHERE = 0
+    TOKEN = 1  # a whitespace-separated token's start, or after one "¡" or "(" that starts it (rules._APPEAL_KEYS)
+    BOUNDARY = 2  # the text's start, or after whitespace or one of ".,;|(/" (rules._CAPTION_END's boundary)
+
+
+cdef inline bint begins(int where, int kind, const void *data, Py_ssize_t i) noexcept:
+    """Whether a word may begin at character ``i`` (see the enum above; whitespace is ``str.isspace``'s, as
+    ``str.split`` and a pattern's ``\\s`` read it)."""
+    cdef ucs4 c
+    if where == ANYWHERE or i == 0:
+        return True
+    c = PyUnicode_READ(kind, data, i - 1)
+    if Py_UNICODE_ISSPACE(c):
+        return True
+    if where == TOKEN:
+        return (c == 0xA1 or c == 0x28) and (i == 1 or Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i - 2)))
+    return c == 0x2E or c == 0x2C or c == 0x3B or c == 0x7C or c == 0x28 or c == 0x2F
+
+
 cdef class Needles:
-    """Words to find anywhere in a text, case-blind: each character of the text folded (:func:`fold`: its simple
+    """Words to find in a text, case-blind: each character of the text folded (:func:`fold`: its simple
     lowercase, ``ı`` as ``i``, ``ſ`` as ``s``) before it is compared. Where a word is in ``text.lower()`` (whose
     full lowercase differs from the simple one only where a character's is longer, ``İ`` -> ``i̇``, and in the
     Greek final sigma, neither in any word here), or where a case-blind pattern finds it, it is found here: the
@@ -146,12 +168,14 @@ cdef class Needles:
     cdef unsigned char ascii_first[128]  # an ASCII character that folds to a needle's first
     cdef ucs4 *wide_first  # every other that does (of the Basic Multilingual Plane: no other folds to these)
     cdef Py_ssize_t nwide
+    cdef int where  # where a word may begin: ANYWHERE, TOKEN or BOUNDARY
 
-    def __cinit__(self, words):
+    def __cinit__(self, words, int where=ANYWHERE):
         cdef Py_ssize_t i, k
         cdef ucs4 c, f
         cdef list firsts = []
         words = sorted({w.lower() for w in words})
+        self.where = where
         self.n = len(words)
         self.needles = <Needle *> calloc(max(self.n, 1), sizeof(Needle))
         if self.needles == NULL:
@@ -211,6 +235,8 @@ cdef class Needles:
                         break
                 if not first:
                     continue
+            if not begins(self.where, kind, data, i):
+                continue
             c = fold(c)
             if c < 128:
                 lo, hi = self.start[c], self.stop[c]
@@ -237,10 +263,10 @@ cdef class Needles:
 # is in every word that makes a block a candidate appeal (rules._APPEAL_KEYS: a word, capitalized or in capitals,
 # with punctuation around it)
 NOTICE_MARKS = Needles(_rules._NOTICE_MARKS)
-APPEAL_WORDS = Needles(_rules.APPEAL_WORDS)
-# and a caption's pattern (rules._CAPTION_START at the start, rules._CAPTION_END anywhere) holds a caption word or a
-# "/" (each label _CAPTION_START opens with is one of the words)
-CAPTION_WORDS = Needles([*_rules.CAPTION_WORDS.split("|"), "/"])
+APPEAL_WORDS = Needles(_rules.APPEAL_WORDS, TOKEN)
+# and a caption's pattern (rules._CAPTION_START at the start, rules._CAPTION_END after its boundary) holds a caption
+# word there, or a "/" anywhere (each label _CAPTION_START opens with is one of the words)
+CAPTION_WORDS = Needles(_rules.CAPTION_WORDS.split("|"), BOUNDARY)
 cdef Needles _notice_marks = NOTICE_MARKS
 cdef Needles _appeal_words = APPEAL_WORDS
 cdef Needles _caption_words = CAPTION_WORDS
@@ -582,7 +608,7 @@ def decide(list blocks, list containers):
                     p.kind[i] == K_P
                     and p.chars[i] <= CAPTION_CHARS
                     and caption_signs(text)
-                    and _caption_words.found(text)
+                    and (_caption_words.found(text) or "/" in text)
                     and _is_caption(text)
                 ):
                     p.why[i] = CAPTION
