@@ -181,3 +181,51 @@ def test_page_features_read_declared_types_and_url_shape() -> None:
     assert row[col["url:products"]] == 1 and row[col["host:store"]] == 1 and row[col["url:depth"]] == 2
     assert row[col["schema:article"]] == 0 and row[col["page:currency"]] > 0
     assert walked(html.encode()).declared == a.declared
+
+
+def _stats_reference(text: str) -> list[float]:
+    """text_stats' row of one text, in Python: what each character is to ``str.isalnum``, ``isdigit`` and
+    ``isupper`` (ASCII's ``_`` a word character too), the currency signs and the signs that end a sentence."""
+    words = digits = upper = alnum = currency = sentences = 0
+    inword, prev = False, ""
+    for ch in text:
+        word = ch.isalnum() or ch == "_" if ch.isascii() else ch.isalnum()
+        if word:
+            alnum += 1
+            digits += ch.isdigit()
+            upper += not ch.isdigit() and ch.isupper()
+        words += word and not inword
+        inword = word
+        currency += ch in "$£¥€₹₽₩"
+        sentences += ch == " " and prev in ".!?。！？…" and prev != ""
+        prev = ch
+    return [
+        words,
+        digits / alnum if alnum else 0.0,
+        upper / alnum if alnum else 0.0,
+        1.0 if text and prev in ".!?。！？…" else 0.0,
+        currency,
+        sentences,
+    ]
+
+
+def test_text_statistics_of_every_character() -> None:
+    """The compiled counts (a table of the Basic Multilingual Plane's classes, the Unicode database beyond it) are
+    Python's, on every character of the BMP, a sample beyond it, and mixed texts."""
+    texts = [
+        "".join(chr(c) for c in range(start, start + 256) if not 0xD800 <= c <= 0xDFFF)
+        for start in range(0, 0x10000, 256)
+    ]
+    texts += [
+        "".join(chr(c) for c in range(start, start + 4096, 7)) for start in range(0x10000, 0x110000, 0x10000)
+    ]
+    texts += [
+        "Buy now for $19.99. Free shipping!",
+        "",
+        "ÜBER uns 。 x",
+        "Σ ΣΑΣ 123 ٣٤ ½ ² Ⅻ",
+        "a_b 𝐀𝐁 𝟏 ！ ？ …",
+    ]
+    got = text_stats(texts)
+    for row, text in zip(got.tolist(), texts, strict=True):
+        assert row == pytest.approx(_stats_reference(text), rel=1e-6), text[:20]
