@@ -24,6 +24,10 @@ to run (a smaller corpus is not what the figures are about).
    write the parts, sort the chunks, merge every pair, finish, apply every part (``keep: first``, 500 bytes).
 3. libdivsufsort alone on the same bytes, chunk by chunk (its own speed: what the stage's speed is set beside).
 
+Timing: each side once, no warm-up, wall clock (``time.time``): the stage end to end in its child process on
+``--threads`` threads (reading, writing and merging included), libdivsufsort in this process on one core around its
+sort calls only. The two are set beside each other to show what the stage adds to the sort, not as a ratio to beat.
+
 Last line: ``bench: substrings mb=M exact=E removed_frac=R rss_mb=Q mb_per_s=T``.
 """
 
