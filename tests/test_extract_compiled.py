@@ -261,3 +261,33 @@ def test_the_compiled_utf8_is_cpythons() -> None:
         texts.append(decode_html(gzip.decompress(raw) if path.suffix == ".gz" else raw, None))
     for text in texts:
         assert module.utf8(text) == text.encode("utf-8", "ignore"), repr(text[:80])
+
+
+def test_a_value_judged_again_on_a_page_is_judged_alike() -> None:
+    """The walk judges each class-and-id value once a page (``Walk.judge`` keeps the verdicts by their bytes): on
+    a page of repeated, swapped, empty and near-identical names, every block's groups and every container are
+    those of the same element walked alone."""
+    module, how = walk.learned()
+    names = ["nav", "post-body", "comments", "nav", "", "sidebar widget", "post-body", "nav"]
+    pairs = [(c, i) for c in names for i in ("", "nav", "main", "comments")] * 2
+    pairs += [("navx", ""), ("na", "v"), ("n", "av"), ("product card", "x"), ("product", "card x")]
+
+    def element(c: str, i: str, k: int) -> str:
+        attrs = (f' class="{c}"' if c else "") + (f' id="{i}"' if i else "")
+        return f"<div{attrs}><p>Block number {k} of the page, long enough to be a block of its own.</p></div>"
+
+    def record(html: str) -> tuple[list[int], list[tuple[str, int]]]:
+        tree = LexborHTMLParser(html)  # alive while the walk reads it
+        w = module.Walk(how)
+        w.run(tree.body.mem_id)
+        return [b.mask for b in w.blocks], [(c.kind, c.tier) for c in w.containers]
+
+    page_masks, page_containers = record("".join(element(c, i, k) for k, (c, i) in enumerate(pairs)))
+    alone_masks: list[int] = []
+    alone_containers: list[tuple[str, int]] = []
+    for k, (c, i) in enumerate(pairs):
+        masks, containers = record(element(c, i, k))
+        alone_masks += masks
+        alone_containers += containers
+    assert page_masks == alone_masks and len(page_masks) == len(pairs)
+    assert page_containers == alone_containers and any(kind == "boiler" for kind, _ in page_containers)

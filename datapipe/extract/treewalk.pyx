@@ -33,7 +33,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     bint PyUnicode_IS_ASCII(object)
 from libc.stdint cimport uint64_t, uintptr_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
 
@@ -1135,6 +1135,17 @@ cdef class Vocabulary:
         return boiler, tier, (<object> hi << 64) | lo
 
 
+cdef struct Judged:  # a class-and-id value the walk has judged on this page (Walk.judged)
+    uint64_t hash  # 0: an empty slot
+    const unsigned char *a  # the class value's UTF-8 (lexbor's, alive while the tree is)
+    size_t na
+    const unsigned char *b  # the id's
+    size_t nb
+    bint boiler
+    int tier
+    uint64_t lo, hi
+
+
 cdef class Walk:
     """One pass over a page's tree: its blocks in document order and its named containers as block ranges
     (the record :func:`datapipe.extract.content.decide` reads; see that module for what each rule means)."""
@@ -1168,6 +1179,10 @@ cdef class Walk:
     cdef Py_ssize_t *path
     cdef Py_ssize_t depth, path_cap
     cdef Py_ssize_t opened_count
+    # the verdicts and groups of the class-and-id values judged on this page, by their bytes (an open-addressing
+    # table; a page repeats its names: ~410 named elements, ~185 values)
+    cdef Judged *seen
+    cdef size_t seen_mask, seen_count
 
     def __init__(self, rules):
         self.rules = rules
@@ -1195,6 +1210,8 @@ cdef class Walk:
         self.path = NULL
         self.depth = self.path_cap = 0
         self.opened_count = 0
+        self.seen = NULL
+        self.seen_mask = self.seen_count = 0
         self.blocks = []
         self.containers = []
         self.declared = []
@@ -1214,6 +1231,9 @@ cdef class Walk:
         outlive the call), then close the last block."""
         self.top = <lxb_dom_node_t *> address
         self.page_chars = -1
+        free(self.seen)  # the values judged point into a tree: another walk starts with none
+        self.seen = NULL
+        self.seen_mask = self.seen_count = 0
         self.walk(<lxb_dom_node_t *> address)
         self.flush()
 
@@ -1242,6 +1262,7 @@ cdef class Walk:
     def __dealloc__(self):
         free(self.text.buf.data)
         free(self.path)
+        free(self.seen)
 
     cdef int flush(self) except -1:
         """Close the block being gathered (none when nothing was)."""
@@ -1449,6 +1470,63 @@ cdef class Walk:
         finally:
             free(stack)
 
+    cdef int judge(
+        self,
+        const unsigned char *a,
+        size_t na,
+        const unsigned char *b,
+        size_t nb,
+        bint *boiler,
+        int *tier,
+        uint64_t *lo,
+        uint64_t *hi,
+    ) except -1:
+        """:meth:`Vocabulary.judge` of a class value and an id, each value judged once a page: a repeated one (a
+        list's items, a grid's cards) is found by its bytes in :attr:`seen`. The verdict is a function of the two
+        values' bytes (and of the walk's rules, fixed for the walk), so the same bytes get the same verdict."""
+        cdef uint64_t h = fnv(a, na) * 31 + fnv(b, nb) + (<uint64_t> na << 32) + nb
+        cdef size_t i, k, cap
+        cdef Judged *old
+        cdef Judged *e
+        if h == 0:
+            h = 1
+        if self.seen != NULL:
+            i = h & self.seen_mask
+            while self.seen[i].hash:
+                e = &self.seen[i]
+                if (
+                    e.hash == h and e.na == na and e.nb == nb
+                    and (na == 0 or memcmp(e.a, a, na) == 0) and (nb == 0 or memcmp(e.b, b, nb) == 0)
+                ):
+                    boiler[0], tier[0], lo[0], hi[0] = e.boiler, e.tier, e.lo, e.hi
+                    return 0
+                i = (i + 1) & self.seen_mask
+        self.vocab.judge(a, na, b, nb, self.discussion, boiler, tier, lo, hi)
+        if 2 * (self.seen_count + 1) > self.seen_mask + 1 or self.seen == NULL:  # grow (and rehash) at half full
+            old = self.seen
+            cap = 2 * (self.seen_mask + 1) if old != NULL else 256
+            self.seen = <Judged *> calloc(cap, sizeof(Judged))
+            if self.seen == NULL:
+                self.seen = old
+                raise MemoryError()
+            if old != NULL:
+                for k in range(self.seen_mask + 1):
+                    if old[k].hash:
+                        i = old[k].hash & (cap - 1)
+                        while self.seen[i].hash:
+                            i = (i + 1) & (cap - 1)
+                        self.seen[i] = old[k]
+                free(old)
+            self.seen_mask = cap - 1
+        i = h & self.seen_mask
+        while self.seen[i].hash:
+            i = (i + 1) & self.seen_mask
+        e = &self.seen[i]
+        e.hash, e.a, e.na, e.b, e.nb = h, a, na, b, nb
+        e.boiler, e.tier, e.lo, e.hi = boiler[0], tier[0], lo[0], hi[0]
+        self.seen_count += 1
+        return 0
+
     cdef bint open_element(self, lxb_dom_node_t *node, uintptr_t tid, Open *closing) except -1:
         """What a structural element does before its children; False when they are not to be read (hidden, a
         wrapper of little text, boilerplate decided here). When they are, what closing it needs goes in
@@ -1502,9 +1580,8 @@ cdef class Walk:
             mask_lo |= self.vocab.hidden_lo
             mask_hi |= self.vocab.hidden_hi
         if cls != NULL or ident != NULL:  # judged on their UTF-8 (Vocabulary): no str unless a container needs it
-            self.vocab.judge(
-                value_data(cls), value_length(cls), value_data(ident), value_length(ident), self.discussion,
-                &boiler, &tier, &lo, &hi,
+            self.judge(
+                value_data(cls), value_length(cls), value_data(ident), value_length(ident), &boiler, &tier, &lo, &hi
             )
             mask_lo |= lo
             mask_hi |= hi
