@@ -27,7 +27,7 @@ from datapipe.extract.blocks import HEADINGS, Block, Container, size_of
 from datapipe.extract.features import FEATURES, block_features
 from datapipe.extract.model import Models, shipped
 from datapipe.extract.names import names_comments
-from datapipe.extract.pagetype import page_features, with_page_types
+from datapipe.extract.pagetype import PAGE_TYPES, page_features
 from datapipe.extract.render import headline, render
 from datapipe.extract.rules import SHORT_CHARS
 from datapipe.extract.spaces import drop_invisible, nfc
@@ -127,13 +127,17 @@ def _learned(html: str | bytes, url: str, models: Models) -> Analysis:
     tree = _parse(html)
     a = _walked(tree)
     blocks = a.blocks
-    x = block_features(blocks, a.containers, a.why)
+    # the block model's input: each block's features, then its page's type probabilities (written in place below:
+    # pagetype.with_page_types, as the training script makes it, copied the matrix); the page's features read
+    # only the blocks' columns
+    x = block_features(blocks, a.containers, a.why, extra=len(PAGE_TYPES))
     page = models.page_types.probabilities(page_features(url, list(a.declared), list(a.generators), x))[0]
     best = int(np.argmax(page))
     kind, score = models.page_types.classes[best], float(page[best])
     if not blocks:
         return replace(a, title=_title_element(tree), page_type=kind, page_type_score=score)
-    p = models.blocks.probabilities(with_page_types(x, page))[:, 0]
+    x[:, len(FEATURES) :] = page.astype(np.float32)
+    p = models.blocks.probabilities(x)[:, 0]
     keep = _compiled()[1](p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
     why = ["" if k else (w or "model") for k, w in zip(keep.tolist(), a.why, strict=True)]
     top = _headline_of(blocks, why)

@@ -90,15 +90,19 @@ _KIND = {k: i for i, k in enumerate(KINDS)}
 _WHY = {w: i for i, w in enumerate(WHYS)}
 
 
-def block_features(blocks: list[Block], containers: list[Container], why: list[str]) -> np.ndarray:
-    """One row of :data:`FEATURES` per block (float32). The containers and verdicts are reduced here; the matrix is
-    filled in C (:func:`datapipe.extract.scoring.fill_features`): with numpy, about a hundred small array operations
-    a page cost 1.5-2 ms, a fifth of a page's extraction."""
+def block_features(
+    blocks: list[Block], containers: list[Container], why: list[str], extra: int = 0
+) -> np.ndarray:
+    """One row of :data:`FEATURES` per block (float32), then ``extra`` columns of zeros (the extractor writes its
+    page's type probabilities there: the block model's input made in place, where a second matrix with them
+    copied the first). The containers and verdicts are reduced here; the matrix is filled in C
+    (:func:`datapipe.extract.scoring.fill_features`): with numpy, about a hundred small array operations a page
+    cost 1.5-2 ms, a fifth of a page's extraction."""
     from datapipe.extract.scoring import fill_features
 
     n = len(blocks)
     if n == 0:
-        return np.zeros((0, len(FEATURES)), dtype=np.float32)
+        return np.zeros((0, len(FEATURES) + extra), dtype=np.float32)
     return fill_features(
         blocks,
         why,
@@ -111,5 +115,5 @@ def block_features(blocks: list[Block], containers: list[Container], why: list[s
         _KIND["li"],
         _KIND["p"],
         float(PROSE),
-        len(FEATURES),
+        len(FEATURES) + extra,
     )
