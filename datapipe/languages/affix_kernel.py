@@ -1,4 +1,5 @@
-"""spaCy's affix algorithm (tier 2 of :mod:`datapipe.languages.spacy_words`) in compiled code, for English.
+"""spaCy's affix algorithm (tier 2 of :mod:`datapipe.languages.spacy_words`) in compiled code, for every language
+whose words datatrove splits with a blank spaCy tokenizer, generated from that language's own rules.
 
 Why: a chunk met for the first time cost ~4.7 us in the Python tier (the loop around the searches, not the
 searches), ~0.46 CPU s of each e2e build worker's filter stage, and the words it gave were then numbered as Python
@@ -10,21 +11,29 @@ build for ~600 lines, not kept; what cost was the strings.)
 What is compiled is the patterns' own pieces, read from their parse trees: each piece of the prefix, suffix and
 infix alternations is a lookbehind of fixed width (a character or class per place), a body and an optional
 one-character lookahead (positive or negative), where a body is a literal, a set of literals (a group of
-alternatives), one character of a class, or a run of one character (``\\.\\.+``). A pattern with any other piece
-is not compiled (:class:`Unsupported`), and every chunk goes to the Python tier. The searches keep ``re``'s
+alternatives), one character of a class, or a run of one character (``\\.\\.+``). Any other piece (German's
+group around a class of quotes, Polish's words before a hyphen, Greek's number patterns, Italian's empty split
+after an elision, Indonesian's HTML tags) becomes a small backtracking program (:class:`_VmCompiler`), run in
+``re``'s order of trying; what that cannot express exactly is :class:`Unsupported`, and the language keeps the
+Python tier. A search that runs past :data:`VM_STEPS` steps declines its chunk. The searches keep ``re``'s
 semantics:
 
 - prefix: the first piece, in the pattern's order, that matches at the string's start (with what follows it);
 - suffix: the leftmost start from which some piece matches through to the end (a ``$`` search), its length;
-- infix: ``finditer``: from left to right, at each place the first piece that matches, then on after it.
+- infix: ``finditer``: from left to right, at each place the first piece that matches, then on after it (after
+  an empty match, no empty match at the same place).
 
-Around them the loop is ``WordSplitter._affix_split``'s with its English shortcuts (a string of letters has no
-affix, one of letters and digits no infix). A chunk is declined (left to the Python tiers, which pass it on to
+Around them the loop is ``WordSplitter._affix_split``'s, with its English shortcuts for English only (a string of
+letters has no affix, one of letters and digits no infix). A language's ``token_match`` cannot be asked from
+compiled code: where every one of its matches needs one of a few characters (French: hyphens, apostrophes), a
+chunk holding one is declined and the others are split without it; otherwise (Turkish, Hungarian) the language
+is :class:`Unsupported`. A chunk is declined (left to the Python tiers, which pass it on to
 spaCy where they must) when it holds a character at or beyond :data:`~datapipe.kernels.utf8.TABLE_END`, when any
-string the loop looks up is a special case, when the middle holds a dot (English's URL pattern decides those), or
+string the loop looks up is a special case, when the middle holds a dot (spaCy's URL pattern, every language's, decides those), or
 when its tokens hold one of the special-case patterns spaCy re-applies. Special cases and pattern tokens are
 looked up by their UTF-8 bytes, as the chunk's own bytes. ``tests/test_affix_kernel.py`` holds the compiled tier to
-the Python one on every fixture chunk, on every code point and on generated chunks.
+the Python one on every fixture chunk, on every code point and on generated chunks (English), and
+``tests/test_spacy_differential.py`` every language's to spaCy itself.
 """
 
 from __future__ import annotations
@@ -43,11 +52,24 @@ from datapipe.kernels.tables import stored
 from datapipe.kernels.utf8 import TABLE_END, every_character
 from datapipe.languages.affixes import top_level_pieces
 
-LIT, CLASS, RUN = 0, 1, 2  # a piece's body: literals (one, or a group of alternatives), a class, a run
+LIT, CLASS, RUN, VM = (
+    0,
+    1,
+    2,
+    3,
+)  # a piece's body: literals (one, or a group of alternatives), a class, a run,
+# or any other piece as a small backtracking program (:class:`_VmCompiler`)
 PREFIX, SUFFIX, INFIX = 0, 1, 2
 MAX_CLASSES = 64  # one bit each in the class table
 DECLINED = -1  # what :func:`affix_tokens` returns for a chunk it leaves to Python
 ASK_URL = -2  # ... for a chunk whose middle holds a dot, when the caller has not said whether it is a URL
+# the backtracking program's instructions (a row each: op, a, b, c)
+OP_CHAR, OP_CLASS, OP_SPLIT, OP_JMP, OP_BOL, OP_EOL, OP_LOOK, OP_MATCH = range(8)
+VM_STEPS = (
+    20_000  # a search that takes more steps declines its chunk (spaCy then splits it): none did on real text
+)
+VM_STACK = 1_024  # backtracking entries per search (two places each); more declines the chunk too
+MAX_EXPANSION = 64  # a counted repeat {m,n} is written out n times: at most this many
 
 
 class Unsupported(Exception):
@@ -84,6 +106,163 @@ def _literals(items: list[tuple[Any, Any]]) -> tuple[int, ...]:
     return tuple(av for _, av in items)
 
 
+@cache
+def _category(code: int) -> np.ndarray:
+    """The code points below ``TABLE_END`` that a class's category (``\\d``, ``\\w``, ``\\s`` and their negations)
+    holds, as Python's ``re`` decides it for a ``str`` pattern."""
+    source = {
+        sre_c.CATEGORY_DIGIT: r"\d",
+        sre_c.CATEGORY_NOT_DIGIT: r"\D",
+        sre_c.CATEGORY_SPACE: r"\s",
+        sre_c.CATEGORY_NOT_SPACE: r"\S",
+        sre_c.CATEGORY_WORD: r"\w",
+        sre_c.CATEGORY_NOT_WORD: r"\W",
+    }.get(code)
+    if source is None:
+        raise Unsupported(f"category {code}")
+    flags = np.zeros(TABLE_END, dtype=np.bool_)
+    # every character alone on a line: a one-character class matches each character at its own place
+    chars = every_character(TABLE_END)
+    flags[[m.start() for m in re.finditer(source, chars)]] = True
+    return flags
+
+
+def _class_flags(items: list[tuple[Any, Any]]) -> np.ndarray:
+    """Whether each code point below ``TABLE_END`` matches a class (``IN``): literals, ranges, categories and
+    negation, as ``re`` reads them."""
+    flags = np.zeros(TABLE_END, dtype=np.bool_)
+    negate = False
+    for op, av in items:
+        if op is sre_c.NEGATE:
+            negate = True
+        elif op is sre_c.LITERAL:
+            if av < TABLE_END:
+                flags[av] = True
+        elif op is sre_c.RANGE:
+            flags[av[0] : av[1] + 1] = True
+        elif op is sre_c.CATEGORY:
+            flags |= _category(av)
+        else:
+            raise Unsupported(f"class item {op}")
+    return ~flags if negate else flags
+
+
+class _VmCompiler:
+    """A piece of a pattern as a backtracking program, for the pieces that are not one of the simple shapes above
+    (German's capturing group around a class of quotes, Polish's words before a hyphen, Greek's number and word
+    patterns). The program is what ``re`` does for the same parse tree: the alternatives of a group tried in their
+    order, greedy repeats trying the longest first and giving back one at a time (lazy ones the other way), a
+    lookaround a sub-search at that place (a lookbehind of fixed width ``w`` matched from ``w`` back), ``^`` and
+    ``$`` at the searched string's ends. What it cannot express exactly (backreferences, word boundaries, flags
+    inside the pattern, a lookaround inside a lookaround, a repeat of something that can match nothing, a counted
+    repeat written out more than :data:`MAX_EXPANSION` times) is :class:`Unsupported`, and the language keeps the
+    Python tier."""
+
+    def __init__(self, rows: list[list[int]], classes: dict[bytes, int]) -> None:
+        self.rows = rows
+        self.classes = classes  # a class's members (bytes of its flags) -> its bit
+
+    def emit(self, op: int, a: int = 0, b: int = 0, c: int = 0) -> int:
+        self.rows.append([op, a, b, c])
+        return len(self.rows) - 1
+
+    def cls(self, flags: np.ndarray) -> int:
+        key = np.packbits(flags).tobytes()
+        if key not in self.classes:
+            if len(self.classes) == MAX_CLASSES:
+                raise Unsupported("too many classes")
+            self.classes[key] = len(self.classes)
+        return self.classes[key]
+
+    def program(self, tree: Any, in_look: bool = False) -> int:
+        """Emit ``tree`` followed by a match; returns where it starts. Lookarounds' own programs follow it."""
+        looks: list[tuple[int, Any]] = []
+        start = len(self.rows)
+        self.seq(tree, looks, in_look)
+        self.emit(OP_MATCH)
+        for at, sub in looks:
+            self.rows[at][1] = self.program(sub, in_look=True)
+        return start
+
+    def seq(self, items: Any, looks: list[tuple[int, Any]], in_look: bool) -> None:
+        for op, av in items:
+            self.item(op, av, looks, in_look)
+
+    def item(self, op: Any, av: Any, looks: list[tuple[int, Any]], in_look: bool) -> None:
+        if op is sre_c.LITERAL:
+            self.emit(OP_CHAR, av)
+        elif op is sre_c.NOT_LITERAL:
+            flags = np.ones(TABLE_END, dtype=np.bool_)
+            if av < TABLE_END:
+                flags[av] = False
+            self.emit(OP_CLASS, self.cls(flags))
+        elif op is sre_c.ANY:
+            flags = np.ones(TABLE_END, dtype=np.bool_)
+            flags[10] = False  # no DOTALL in spaCy's patterns (checked by the caller)
+            self.emit(OP_CLASS, self.cls(flags))
+        elif op is sre_c.IN:
+            self.emit(OP_CLASS, self.cls(_class_flags(av)))
+        elif op is sre_c.BRANCH:
+            alts = av[1]
+            jumps = []
+            for alt in alts[:-1]:
+                split = self.emit(OP_SPLIT)
+                self.rows[split][1] = len(self.rows)
+                self.seq(alt, looks, in_look)
+                jumps.append(self.emit(OP_JMP))
+                self.rows[split][2] = len(self.rows)
+            self.seq(alts[-1], looks, in_look)
+            for j in jumps:
+                self.rows[j][1] = len(self.rows)
+        elif op is sre_c.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            if add_flags or del_flags:
+                raise Unsupported("flags inside the pattern")
+            self.seq(sub, looks, in_look)
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
+            low, high, sub = av
+            if sub.getwidth()[0] == 0:
+                raise Unsupported("a repeat of something that can match nothing")
+            greedy = op is sre_c.MAX_REPEAT
+            for _ in range(low):
+                self.seq(sub, looks, in_look)
+            if high == sre_c.MAXREPEAT:
+                loop = self.emit(OP_SPLIT)
+                body = len(self.rows)
+                self.seq(sub, looks, in_look)
+                self.emit(OP_JMP, loop)
+                out = len(self.rows)
+                self.rows[loop][1:3] = [body, out] if greedy else [out, body]
+            else:
+                if high > MAX_EXPANSION:
+                    raise Unsupported("a counted repeat too long to write out")
+                splits = []
+                for _ in range(high - low):
+                    splits.append(self.emit(OP_SPLIT))
+                    self.rows[splits[-1]][1 if greedy else 2] = len(self.rows)
+                    self.seq(sub, looks, in_look)
+                for at in splits:
+                    self.rows[at][2 if greedy else 1] = len(self.rows)
+        elif op is sre_c.AT:
+            if av in (sre_c.AT_BEGINNING, sre_c.AT_BEGINNING_STRING):
+                self.emit(OP_BOL)
+            elif av in (sre_c.AT_END, sre_c.AT_END_STRING):
+                self.emit(OP_EOL)  # ``$`` also matches before a final newline: a chunk holds none
+            else:
+                raise Unsupported(f"position {av}")
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            direction, sub = av
+            if in_look:
+                raise Unsupported("a lookaround inside a lookaround")
+            low, high = sub.getwidth()
+            if direction < 0 and low != high:
+                raise Unsupported("a lookbehind of varying width")
+            kind = (1 if direction < 0 else 0) | (2 if op is sre_c.ASSERT_NOT else 0)
+            looks.append((self.emit(OP_LOOK, 0, kind, low if direction < 0 else 0), sub))
+        else:
+            raise Unsupported(f"{op}")
+
+
 class _Builder:
     """The pieces of the three patterns as flat arrays, and their classes as bits of one table."""
 
@@ -98,6 +277,55 @@ class _Builder:
         # each piece's bodies (an alternative of a group of literals, or -1: the piece's class or run) with the
         # code points each may start and end with: (piece, alternative, first characters, last characters)
         self.edges: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+        self.vm = _VmCompiler([], {})  # the pieces of no simple shape, as programs, with their own classes
+        self.floating: list[int] = []  # prefix pieces without ``^`` (Indonesian's HTML tags), in their order
+
+    def piece(self, source: str, flags: int, role: int) -> None:
+        """One piece, in a simple shape where it has one (:meth:`simple_piece`), else as a program."""
+        classes = dict(self.classes)
+        try:
+            self.simple_piece(source, flags, role)
+        except Unsupported:
+            self.classes = classes  # what the attempt added
+            self.vm_piece(source, flags, role)
+
+    def vm_piece(self, source: str, flags: int, role: int) -> None:
+        """A piece as a program (:class:`_VmCompiler`). The searches ask a prefix piece only at the string's
+        start and a suffix piece only through to its end, so a prefix piece must begin with ``^`` and a suffix
+        piece end with ``$`` (as spaCy's compiled patterns do)."""
+        from datapipe.languages.affixes import _edge_of
+
+        if flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE | re.VERBOSE):
+            raise Unsupported("flags")
+        tree = sre_parse.parse(source, flags)
+        items = list(tree)
+        if role == PREFIX and items[:1] != [(sre_c.AT, sre_c.AT_BEGINNING)]:
+            self.floating.append(len(self.rows))  # searched further on when nothing matches at the start
+        if role == SUFFIX and items[-1:] != [(sre_c.AT, sre_c.AT_END)]:
+            raise Unsupported("a suffix piece that is not anchored at the end")
+        _low, high = tree.getwidth()  # a piece that can match nothing (Italian's split after an elision) is
+        # searched as ``finditer`` does: after an empty match, not empty again at the same place
+        start = self.vm.program(tree)
+        piece = len(self.rows)
+        every = np.arange(TABLE_END, dtype=np.int64)
+        edges = []
+        for last in (False, True):
+            edge = _edge_of(tree, last)
+            edges.append(
+                every if edge is None else np.array(sorted(ord(c) for c in edge if ord(c) < TABLE_END))
+            )
+        self.edges.append((piece, -1, edges[0], edges[1]))
+        longest = -1 if high >= sre_c.MAXREPEAT else high
+        self.rows.append((VM, 0, 0, -1, 0, 0, 0, -1, start, longest))
+
+    def vm_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The programs' rows, their classes' bits per code point, and the prefix pieces without ``^``."""
+        rows = np.array(self.vm.rows or [[OP_MATCH, 0, 0, 0]], dtype=np.int64).reshape(-1, 4)
+        mask = np.zeros(TABLE_END, dtype=np.uint64)
+        for key, bit in self.vm.classes.items():
+            members = np.unpackbits(np.frombuffer(key, dtype=np.uint8))[:TABLE_END].astype(np.bool_)
+            mask[members] |= np.uint64(1) << np.uint64(bit)
+        return np.ascontiguousarray(rows), mask, np.array(self.floating, dtype=np.int64)
 
     def cls(self, members: np.ndarray) -> int:
         key = members.tobytes()
@@ -107,7 +335,7 @@ class _Builder:
             self.classes[key] = (len(self.classes), members)
         return self.classes[key][0]
 
-    def piece(self, source: str, flags: int, role: int) -> None:
+    def simple_piece(self, source: str, flags: int, role: int) -> None:
         items = list(sre_parse.parse(source, flags))
         at_start = items[:1] == [(sre_c.AT, sre_c.AT_BEGINNING)]
         at_end = items[-1:] == [(sre_c.AT, sre_c.AT_END)]
@@ -190,6 +418,76 @@ class _Builder:
         return mask
 
 
+def _digest(text: str) -> str:
+    """A short name for a pattern's source (French's ``token_match`` is 1.45M characters: not a table's key)."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def _required_chars(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Characters of which every match of ``pattern`` holds one, or None when the parse tree does not say.
+
+    A language's ``token_match`` is asked of every string spaCy's affix loop looks at; the compiled tier cannot
+    ask ``re``, so it declines every chunk holding one of these characters (French's: hyphens, apostrophes and
+    the space, its hyphenated and elided words) and splits the others as spaCy does, without the token match
+    (which matches none of their pieces). Under ``IGNORECASE`` only characters that no other character matches
+    case-insensitively count."""
+    tree = sre_parse.parse(pattern.pattern, pattern.flags)
+    fold = bool(tree.state.flags & re.IGNORECASE)
+
+    def required(items: Any) -> frozenset[str] | None:
+        best: frozenset[str] | None = None
+        for op, av in items:
+            got: frozenset[str] | None = None
+            if op is sre_c.LITERAL:
+                got = frozenset(chr(av))
+            elif op is sre_c.IN and all(o is sre_c.LITERAL for o, _ in av):
+                got = frozenset(chr(a) for _, a in av)
+            elif op is sre_c.SUBPATTERN and not av[1] and not av[2]:
+                got = required(av[3])
+            elif op is sre_c.BRANCH:
+                union: set[str] = set()
+                for alt in av[1]:
+                    r = required(alt)
+                    if r is None:
+                        union = set()
+                        break
+                    union |= r
+                got = frozenset(union) or None
+            elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and av[0] >= 1:
+                got = required(av[2])
+            if got is not None and fold and not all(_uncased(c) for c in got):
+                got = None
+            if got is not None and (best is None or len(got) < len(best)):
+                best = got
+        return best
+
+    return required(list(tree))
+
+
+def _uncased(c: str) -> bool:
+    """Whether ``c`` matches only itself under ``IGNORECASE``: it has no other case, and no other character
+    lowers, uppers or folds to it."""
+    return c.lower() == c == c.upper() == c.casefold() and c not in _case_targets()
+
+
+@cache
+def _case_targets() -> frozenset[str]:
+    """Every character that another character lowers, uppers or folds to."""
+    out = set()
+    for x in every_character(TABLE_END):
+        for v in (x.lower(), x.upper(), x.casefold()):
+            if v != x:
+                out.add(v)
+    return frozenset(out)
+
+
+def scratch_size(points: int) -> int:
+    """The places :func:`affix_tokens` needs for a chunk of up to ``points`` code points."""
+    return 2 * (points + 1) + 2 * VM_STACK
+
+
 @cache
 def letters() -> np.ndarray:
     """Each code point below ``TABLE_END``: whether ``str.isalpha`` says it is a letter (the affix tier and the
@@ -223,6 +521,15 @@ def _program(
     specials: frozenset[str],
     patterns: dict[str, tuple[tuple[str, ...], ...]],
 ) -> dict[str, np.ndarray]:
+    """:func:`_build`'s first part: the arrays of the simple pieces, special cases and patterns."""
+    return _build(searches, specials, patterns)[0]
+
+
+def _build(
+    searches: list[tuple[str, int]],
+    specials: frozenset[str],
+    patterns: dict[str, tuple[tuple[str, ...], ...]],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """:class:`AffixProgram`'s arrays for the prefix, suffix and infix patterns (source, flags), the special cases
     and the patterns: 0.1 s of each worker's first filter shard, kept on disk (:mod:`datapipe.kernels.tables`)."""
     b = _Builder()
@@ -279,7 +586,12 @@ def _program(
         sp_seen,
         keys_seen,
     )
-    return {f"a{i:02d}": a for i, a in enumerate(arrays)}
+    vprog, vmask, floating = b.vm_arrays()
+    return {f"a{i:02d}": a for i, a in enumerate(arrays)}, {
+        "vprog": vprog,
+        "vmask": vmask,
+        "floating": floating,
+    }
 
 
 class AffixProgram:
@@ -287,12 +599,23 @@ class AffixProgram:
     (``arrays``, one tuple: a compiled pass takes the program as one argument)."""
 
     def __init__(
-        self, tok: Any, specials: frozenset[str], patterns: dict[str, tuple[tuple[str, ...], ...]]
+        self,
+        tok: Any,
+        specials: frozenset[str],
+        patterns: dict[str, tuple[tuple[str, ...], ...]],
+        english: bool = True,
     ) -> None:
         """``patterns``: the special cases spaCy re-applies over split tokens, by their first token (as
-        ``WordSplitter._patterns``); a chunk whose tokens hold one goes to spaCy."""
-        if tok.token_match is not None:
-            raise Unsupported("a token_match")
+        ``WordSplitter._patterns``); a chunk whose tokens hold one goes to spaCy. ``english``: the shortcuts that
+        hold for English's patterns (a string of letters has no affix, one of letters and digits no infix);
+        another language's program takes none and searches every string."""
+        from spacy.lang.tokenizer_exceptions import URL_MATCH
+
+        token_match = getattr(tok.token_match, "__self__", None)
+        if tok.token_match is not None and not isinstance(token_match, re.Pattern):
+            raise Unsupported("a token_match that is not a pattern's search or match")
+        if tok.url_match is not None and tok.url_match != URL_MATCH:
+            raise Unsupported("a URL pattern other than spaCy's (every one of its URLs holds a dot)")
         self.url_match = tok.url_match or re.compile("a^").match  # asked for a middle that holds a dot
         searches = []
         for search in (tok.prefix_search, tok.suffix_search, tok.infix_finditer):
@@ -304,9 +627,30 @@ class AffixProgram:
             "searches": searches,
             "specials": sorted(specials),
             "patterns": {first: [list(seq) for seq in seqs] for first, seqs in sorted(patterns.items())},
+            "english": english,
+            "token_match": None
+            if token_match is None
+            else [_digest(token_match.pattern), int(token_match.flags)],
         }
-        got = stored("affix-program", key, lambda: _program(searches, specials, patterns))
-        self.arrays = tuple(got[f"a{i:02d}"] for i in range(len(got)))
+
+        def build() -> dict[str, np.ndarray]:
+            simple, programs = _build(searches, specials, patterns)
+            held = np.zeros(TABLE_END, dtype=np.bool_)
+            if token_match is not None:
+                chars = _required_chars(token_match)
+                if chars is None:
+                    raise Unsupported("a token_match that can match without a character of a known set")
+                held[[ord(c) for c in chars if ord(c) < TABLE_END]] = True
+            flags = np.array([int(english)], dtype=np.int64)
+            return {**simple, **programs, "flags": flags, "held": held}
+
+        got = stored("affix-program", key, build)
+        self.arrays = tuple(
+            got[f"a{i:02d}"] for i in range(sum(k[0] == "a" and k[1:].isdigit() for k in got))
+        )
+        # the pieces of no simple shape as programs, the shortcuts' switch and token_match's characters: a
+        # second tuple, which the compiled tier takes beside ``arrays``
+        self.vm = (got["vprog"], got["vmask"], got["flags"], got["held"], got["floating"])
 
     def split(self, chunks: list[str]) -> list[tuple[str, ...] | None]:
         """Each chunk's tokens by the compiled tier, or None for a chunk it declines (for tests and debugging;
@@ -322,12 +666,14 @@ class AffixProgram:
             pos = np.zeros(len(codes) + 1, dtype=np.int64)
             np.cumsum([len(c.encode("utf-8", errors="surrogatepass")) for c in chunk], out=pos[1:])
             spans = np.zeros((len(codes) + 1, 2), dtype=np.int64)
-            scratch = np.zeros(2 * (len(codes) + 1), dtype=np.int64)
+            scratch = np.zeros(scratch_size(len(codes)), dtype=np.int64)
             data = np.frombuffer(raw or b"\0", np.uint8)
-            t = affix_tokens(codes, pos, data, 0, len(codes), self.arrays, spans, 0, scratch, -1)
+            t = affix_tokens(codes, pos, data, 0, len(codes), self.arrays, self.vm, spans, 0, scratch, -1)
             if t == ASK_URL:
                 url = int(self.url_match(chunk[spans[0, 0] : spans[0, 1]]) is not None)
-                t = affix_tokens(codes, pos, data, 0, len(codes), self.arrays, spans, 0, scratch, url)
+                t = affix_tokens(
+                    codes, pos, data, 0, len(codes), self.arrays, self.vm, spans, 0, scratch, url
+                )
             out.append(None if t == DECLINED else tuple(chunk[s:e] for s, e in spans[:t].tolist()))
         return out
 
@@ -372,12 +718,123 @@ def _after_ok(codes, hi, end, pieces, p, mask, to_end):  # pragma: no cover - co
 
 
 @leaf
-def _match(codes, lo, hi, pos, pieces, p, a, lb, alt_off, alt_len, lits, mask):  # pragma: no cover - compiled
-    """Where piece ``p`` (its alternative ``a`` of literals, or its class or run for -1) matches from ``pos`` (its
-    lookbehind, body and lookahead), or -1 (prefixes, infixes)."""
+def _vm_look(vprog, vmask, codes, lo, hi, pc, pos, stack, top):  # pragma: no cover - compiled
+    """A lookaround's program (which holds no lookaround) from ``pos``: where it ends, -1, or -2 (see
+    :func:`_vm`)."""
+    base = top
+    steps = 0
+    while True:
+        steps += 1
+        if steps > VM_STEPS:
+            return -2
+        op = vprog[pc, 0]
+        ok = True
+        if op == OP_CHAR:
+            ok = pos < hi and codes[pos] == vprog[pc, 1]
+            pos += 1
+            pc += 1
+        elif op == OP_CLASS:
+            ok = pos < hi and (vmask[codes[pos]] >> np.uint64(vprog[pc, 1])) & np.uint64(1) != np.uint64(0)
+            pos += 1
+            pc += 1
+        elif op == OP_SPLIT:
+            if top + 2 > len(stack):
+                return -2
+            stack[top], stack[top + 1] = vprog[pc, 2], pos
+            top += 2
+            pc = vprog[pc, 1]
+        elif op == OP_JMP:
+            pc = vprog[pc, 1]
+        elif op == OP_BOL:
+            ok = pos == lo
+            pc += 1
+        elif op == OP_EOL:
+            ok = pos == hi
+            pc += 1
+        elif op == OP_MATCH:
+            return pos
+        else:
+            return -2  # a lookaround inside a lookaround: never compiled (Unsupported)
+        if not ok:
+            if top == base:
+                return -1
+            top -= 2
+            pc, pos = stack[top], stack[top + 1]
+
+
+@leaf
+def _vm(vprog, vmask, codes, lo, hi, pc, pos, stack, top, min_end):  # pragma: no cover - compiled
+    """Where the program at ``pc`` matches from ``pos`` in ``codes[lo:hi]`` (the string searched: ``^``, ``$`` and
+    lookarounds see only it), in ``re``'s order of trying; -1 for no match, -2 for a search past
+    :data:`VM_STEPS` steps or the stack (``stack[top:]``), which declines the chunk. The same loop as
+    :func:`_vm_look`, with lookarounds: a sub-search at ``pos`` (ahead) or ``width`` back (behind, which must
+    end at ``pos``), negated or not. A match must end at ``min_end`` or later (``finditer`` after an empty
+    match: ``re`` then backtracks into the other ways of matching, as this does)."""
+    base = top
+    steps = 0
+    while True:
+        steps += 1
+        if steps > VM_STEPS:
+            return -2
+        op = vprog[pc, 0]
+        ok = True
+        if op == OP_CHAR:
+            ok = pos < hi and codes[pos] == vprog[pc, 1]
+            pos += 1
+            pc += 1
+        elif op == OP_CLASS:
+            ok = pos < hi and (vmask[codes[pos]] >> np.uint64(vprog[pc, 1])) & np.uint64(1) != np.uint64(0)
+            pos += 1
+            pc += 1
+        elif op == OP_SPLIT:
+            if top + 2 > len(stack):
+                return -2
+            stack[top], stack[top + 1] = vprog[pc, 2], pos
+            top += 2
+            pc = vprog[pc, 1]
+        elif op == OP_JMP:
+            pc = vprog[pc, 1]
+        elif op == OP_BOL:
+            ok = pos == lo
+            pc += 1
+        elif op == OP_EOL:
+            ok = pos == hi
+            pc += 1
+        elif op == OP_LOOK:
+            kind = vprog[pc, 2]
+            behind = kind & 1 == 1
+            start = pos - vprog[pc, 3] if behind else pos
+            found = False
+            if start >= lo:
+                e = _vm_look(vprog, vmask, codes, lo, hi, vprog[pc, 1], start, stack, top)
+                if e == -2:
+                    return -2
+                found = e >= 0 and (not behind or e == pos)
+            ok = found != (kind & 2 == 2)
+            pc += 1
+        else:  # OP_MATCH
+            if pos >= min_end:
+                return pos
+            ok = False
+        if not ok:
+            if top == base:
+                return -1
+            top -= 2
+            pc, pos = stack[top], stack[top + 1]
+
+
+@leaf
+def _match(
+    codes, lo, hi, pos, pieces, p, a, lb, alt_off, alt_len, lits, mask, vprog, vmask, stack, top, min_end
+):  # pragma: no cover - compiled
+    """Where piece ``p`` (its alternative ``a`` of literals, or its class, run or program for -1) matches from
+    ``pos`` (its lookbehind, body and lookahead), or -1 (prefixes, infixes); -2 declines the chunk. Only a
+    program can match nothing, and ``min_end`` holds it to a match that ends there or later."""
+    kind = pieces[p, 0]
+    if kind == VM:
+        return _vm(vprog, vmask, codes, lo, hi, pieces[p, 8], pos, stack, top, min_end)
     if not _behind_ok(codes, lo, pos, pieces, p, lb, mask):
         return -1
-    kind = pieces[p, 0]
     if kind == CLASS:  # one character of a class
         if (
             pos < hi
@@ -406,13 +863,24 @@ def _match(codes, lo, hi, pos, pieces, p, a, lb, alt_off, alt_len, lits, mask): 
 
 @leaf
 def _leftmost_to_end(
-    codes, lo, hi, pieces, p, a, lb, alt_off, alt_len, lits, mask
+    codes, lo, hi, pieces, p, a, lb, alt_off, alt_len, lits, mask, vprog, vmask, stack, top
 ):  # pragma: no cover - compiled
-    """The leftmost start from which piece ``p`` (its alternative ``a`` of literals, or its class or run for -1)
-    matches through to ``hi`` (a ``$`` search), or ``hi``."""
+    """The leftmost start from which piece ``p`` (its alternative ``a`` of literals, or its class, run or program
+    for -1) matches through to ``hi`` (a ``$`` search), or ``hi``; -1 declines the chunk."""
+    kind = pieces[p, 0]
+    if (
+        kind == VM
+    ):  # each start from the leftmost the piece's longest match allows (its program ends in ``$``)
+        longest = pieces[p, 9]
+        for s in range(lo if longest < 0 else max(lo, hi - longest), hi):
+            e = _vm(vprog, vmask, codes, lo, hi, pieces[p, 8], s, stack, top, s)
+            if e == -2:
+                return -1
+            if e >= 0:
+                return s
+        return hi
     if not _after_ok(codes, hi, hi, pieces, p, mask, True):
         return hi  # a lookahead that needs a character after the end
-    kind = pieces[p, 0]
     if kind == CLASS:
         s = hi - 1
         if s >= lo and _in(mask, codes[s], pieces[p, 7]) and _behind_ok(codes, lo, s, pieces, p, lb, mask):
@@ -438,32 +906,61 @@ def _leftmost_to_end(
 
 @leaf
 def _prefix_len(
-    codes, lo, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask
+    codes,
+    lo,
+    hi,
+    pieces,
+    cand_idx,
+    cand_off,
+    lb,
+    alt_off,
+    alt_len,
+    lits,
+    mask,
+    vprog,
+    vmask,
+    stack,
+    top,
+    floating,
 ):  # pragma: no cover - compiled
     """``prefix_search``: the first piece (of those that can start with the string's first character) that
-    matches at the start."""
+    matches at the start, else the leftmost match of a piece without ``^`` further on (``re.search``; spaCy
+    takes its length as the prefix's); -1 declines the chunk."""
     c = codes[lo]
     for j in range(cand_off[PREFIX, c], cand_off[PREFIX, c + 1]):
         e = _match(
-            codes, lo, hi, lo, pieces, cand_idx[j, 0], cand_idx[j, 1], lb, alt_off, alt_len, lits, mask
-        )
+            codes, lo, hi, lo, pieces, cand_idx[j, 0], cand_idx[j, 1], lb, alt_off, alt_len, lits, mask,
+            vprog, vmask, stack, top, lo,
+        )  # fmt: skip
+        if e == -2:
+            return -1
         if e >= 0:
             return e - lo
+    for s in range(lo + 1, hi) if len(floating) else range(0):
+        for u in floating:
+            e = _vm(vprog, vmask, codes, lo, hi, pieces[u, 8], s, stack, top, s)
+            if e == -2:
+                return -1
+            if e >= 0:
+                return e - s
     return 0
 
 
 @leaf
 def _suffix_len(
-    codes, lo, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask
+    codes, lo, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask, vprog, vmask, stack, top
 ):  # pragma: no cover - compiled
     """``suffix_search``: the length from the leftmost start at which a piece (of those that can end with the
-    string's last character) matches through to the end."""
+    string's last character) matches through to the end; -1 declines the chunk."""
     c = codes[hi - 1]
     best = hi
     for j in range(cand_off[SUFFIX, c], cand_off[SUFFIX, c + 1]):
         s = _leftmost_to_end(
-            codes, lo, hi, pieces, cand_idx[j, 0], cand_idx[j, 1], lb, alt_off, alt_len, lits, mask
-        )
+            codes, lo, hi, pieces, cand_idx[j, 0], cand_idx[j, 1], lb, alt_off, alt_len, lits, mask,
+            vprog, vmask, stack, top,
+        )  # fmt: skip
+        if s < 0:
+            return -1
         if s < best:
             best = s
     return hi - best
@@ -497,43 +994,58 @@ def all_in(flags, codes, lo, hi):  # pragma: no cover - compiled
 
 
 @leaf
-def one_word(codes, pos, data, n, program):  # pragma: no cover - compiled
+def one_word(codes, pos, data, n, program, vm):  # pragma: no cover - compiled
     """Tier 1: whether the chunk ``codes[0:n]`` (bytes ``data[pos[0]:pos[n]]``) is one word as it stands: letters
-    only (no English prefix or suffix matches letters) and not a special case."""
-    alpha, stable, shashes, sstarts, sarena, sseen = (
-        program[6], program[8], program[9], program[10], program[11], program[22],
+    only (no English prefix or suffix matches letters) and not a special case; never for another language."""
+    alpha, stable, shashes, sstarts, sarena, sseen, flags = (
+        program[6], program[8], program[9], program[10], program[11], program[22], vm[2],
     )  # fmt: skip
-    return all_in(alpha, codes, 0, n) and not _member(
-        stable, shashes, sstarts, sarena, sseen, data, pos, 0, n
+    return (
+        flags[0] == 1
+        and all_in(alpha, codes, 0, n)
+        and not _member(stable, shashes, sstarts, sarena, sseen, data, pos, 0, n)
     )
 
 
 @leaf
-def affix_tokens(codes, pos, data, lo0, hi0, program, spans, t0, scratch, url):  # pragma: no cover - compiled
+def affix_tokens(
+    codes, pos, data, lo0, hi0, program, vm, spans, t0, scratch, url
+):  # pragma: no cover - compiled
     """The tokens of the chunk ``codes[lo0:hi0]`` (its UTF-8 bytes ``data[pos[lo0]:pos[hi0]]``, ``pos`` one entry
     per code point and one past the last) as spans of code points, written to ``spans[t0:]``; returns where they
     end, or :data:`DECLINED`. Every code point must be below ``TABLE_END`` (the caller checks). ``scratch``: room
-    for ``2 * (hi0 - lo0 + 1)`` places.
+    for :func:`scratch_size` places (the programs' backtracking stack after the affixes' places).
 
     English's URL pattern decides a middle that holds a dot: ``url`` says whether it matches (1 or 0); with -1
     the search returns :data:`ASK_URL` and the middle's span in ``spans[t0]``, for the caller to ask ``re`` and
     call again."""
     (pieces, lb, alt_off, alt_len, lits, mask, alpha, alnum, stable, shashes, sstarts, sarena,
      ktable, khashes, kstarts, karena, pat_ids, pat_off, by_first, first_off, cand_idx, cand_off, sseen, kseen) = program  # fmt: skip
+    vprog, vmask, flags, held, floating = vm
+    english = flags[0] == 1
     if _member(stable, shashes, sstarts, sarena, sseen, data, pos, lo0, hi0):
         return DECLINED
+    for q in range(lo0, hi0):  # a character the language's token_match needs: spaCy's pattern decides
+        if held[codes[q]]:
+            return DECLINED
     # prefixes in order (where each ends) in scratch[0:], suffixes in the order found (where each starts) after
     base = hi0 - lo0 + 1
+    top = 2 * base  # the programs' stack
     n_pre, n_suf = 0, 0
     lo, hi = lo0, hi0
     last_size = -1
     while hi > lo and hi - lo != last_size:
         if _member(stable, shashes, sstarts, sarena, sseen, data, pos, lo, hi):
             return DECLINED
-        if all_in(alpha, codes, lo, hi):
+        if english and all_in(alpha, codes, lo, hi):
             break  # no English prefix or suffix matches letters only
         last_size = hi - lo
-        pre_len = _prefix_len(codes, lo, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask)
+        pre_len = _prefix_len(
+            codes, lo, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask, vprog, vmask, scratch, top,
+            floating,
+        )  # fmt: skip
+        if pre_len < 0:
+            return DECLINED
         if (
             pre_len
             and hi > lo + pre_len
@@ -543,8 +1055,11 @@ def affix_tokens(codes, pos, data, lo0, hi0, program, spans, t0, scratch, url): 
         suf_len = 0
         if hi > lo + pre_len:
             suf_len = _suffix_len(
-                codes, lo + pre_len, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask
-            )
+                codes, lo + pre_len, hi, pieces, cand_idx, cand_off, lb, alt_off, alt_len, lits, mask,
+                vprog, vmask, scratch, top,
+            )  # fmt: skip
+            if suf_len < 0:
+                return DECLINED
         if (
             suf_len
             and hi - suf_len > lo
@@ -583,30 +1098,23 @@ def affix_tokens(codes, pos, data, lo0, hi0, program, spans, t0, scratch, url): 
         if dot and url < 0:  # English's URL pattern decides a string with a dot: the caller asks re
             spans[t0, 0], spans[t0, 1] = lo, hi
             return ASK_URL
-        if (dot and url == 1) or all_in(alnum, codes, lo, hi):
+        if (dot and url == 1) or (english and all_in(alnum, codes, lo, hi)):
             spans[t, 0], spans[t, 1] = lo, hi
             t += 1
         else:
             begin = lo
             p = lo
+            advance = -1  # after an empty match at p, finditer takes no empty match at p again
             while p < hi:
                 found = -1
                 c = codes[p]
                 for j in range(cand_off[INFIX, c], cand_off[INFIX, c + 1]):
                     e = _match(
-                        codes,
-                        lo,
-                        hi,
-                        p,
-                        pieces,
-                        cand_idx[j, 0],
-                        cand_idx[j, 1],
-                        lb,
-                        alt_off,
-                        alt_len,
-                        lits,
-                        mask,
-                    )
+                        codes, lo, hi, p, pieces, cand_idx[j, 0], cand_idx[j, 1], lb, alt_off, alt_len, lits,
+                        mask, vprog, vmask, scratch, top, p + 1 if p == advance else p,
+                    )  # fmt: skip
+                    if e == -2:
+                        return DECLINED
                     if e >= 0:
                         found = e
                         break
@@ -621,7 +1129,10 @@ def affix_tokens(codes, pos, data, lo0, hi0, program, spans, t0, scratch, url): 
                         spans[t, 0], spans[t, 1] = p, found
                         t += 1
                     begin = found
-                p = found if found > p else p + 1
+                if found > p:
+                    p = found
+                else:
+                    advance = p
             if begin < hi:
                 spans[t, 0], spans[t, 1] = begin, hi
                 t += 1

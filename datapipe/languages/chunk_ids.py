@@ -40,7 +40,15 @@ import numpy as np
 from datapipe.kernels.interned import Interned, find, fnv, gather, has_room, insert, scan_growing
 from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.utf8 import TABLE_END, decode, every_character, utf8_within
-from datapipe.languages.affix_kernel import ASK_URL, DECLINED, AffixProgram, affix_tokens, letters, one_word
+from datapipe.languages.affix_kernel import (
+    ASK_URL,
+    DECLINED,
+    AffixProgram,
+    affix_tokens,
+    letters,
+    one_word,
+    scratch_size,
+)
 
 MAX_CHARS = 1 << 20  # a longer text is split by the splitter's ``split`` (see the module's docstring)
 MAX_CHUNK_BYTES = 1 << 16  # a longer chunk is split by ``words_of`` (the compiled tiers' scratch is its size)
@@ -281,7 +289,7 @@ def _chunks(
 
 @kernel
 def _words_of_chunks(
-    m_starts, m_arena, first, todo, j, program, letters, urls, table, hashes, starts, arena, counts, lengths, alpha,
+    m_starts, m_arena, first, todo, j, program, vm, letters, urls, table, hashes, starts, arena, counts, lengths, alpha,
     cstarts, codes, points, pos, spans, scratch, out, k, where, sizes,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The words of the memo's new chunks ``first + c`` for ``c`` in ``todo[j:]`` (their UTF-8 in ``m_arena``) by
@@ -323,11 +331,11 @@ def _words_of_chunks(
             and cstarts[used] + n <= len(codes)
         ):
             return j, k
-        if one_word(points, pos, m_arena, n, program):
+        if one_word(points, pos, m_arena, n, program, vm):
             spans[0, 0], spans[0, 1] = 0, n  # letters only, not a special case: one word
             t = 1
         else:
-            t = affix_tokens(points, pos, m_arena, 0, n, program, spans, 0, scratch, urls[c])
+            t = affix_tokens(points, pos, m_arena, 0, n, program, vm, spans, 0, scratch, urls[c])
         if t == ASK_URL:
             sizes[c] = ASK_URL
             where[c] = (pos[spans[0, 0]] - b0) * (MAX_CHUNK_BYTES + 1) + (pos[spans[0, 1]] - b0)
@@ -420,7 +428,10 @@ class ChunkIds:
         bounds = memo.starts[first : added + 1]
         longest = min(int(np.diff(bounds).max()), MAX_CHUNK_BYTES) + 1
         points, pos = np.empty(longest, dtype=np.int64), np.empty(longest, dtype=np.int64)
-        spans, scratch = np.empty((longest, 2), dtype=np.int64), np.empty(2 * longest, dtype=np.int64)
+        spans, scratch = (
+            np.empty((longest, 2), dtype=np.int64),
+            np.empty(scratch_size(longest), dtype=np.int64),
+        )
         # a word is at least a byte: room for every chunk's words, and for those the Python tiers give after them
         out = np.empty(2 * int(bounds[-1] - bounds[0]) + 1, dtype=np.int32)
         where, sizes = np.zeros(added - first, dtype=np.int64), np.zeros(added - first, dtype=np.int64)
@@ -430,7 +441,7 @@ class ChunkIds:
             j, grown = 0, -1
             while True:
                 j, k = _words_of_chunks(
-                    memo.starts, memo.arena, first, todo, j, program.arrays, letters(), urls, *table.arrays(),
+                    memo.starts, memo.arena, first, todo, j, program.arrays, program.vm, letters(), urls, *table.arrays(),
                     points, pos, spans, scratch, out, k, where, sizes,
                 )  # fmt: skip
                 if j == len(todo):

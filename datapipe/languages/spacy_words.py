@@ -15,9 +15,10 @@ own; this module does the same per chunk, in three tiers:
 
 Results are memoized per chunk. ``tests/test_filters.py`` checks the output against spaCy on every fixture document.
 ``split_ids`` gives the same words as ids in a table of words, from a compiled split and a memo of each chunk's
-ids (:mod:`datapipe.languages.chunk_ids`): what the filters count over. There, for English, tiers 1 and 2 run
-compiled (:mod:`datapipe.languages.affix_kernel`, held to tier 2 here on every fixture chunk, every code point and
-generated chunks), and only the chunks they decline come back to ``words_of``.
+ids (:mod:`datapipe.languages.chunk_ids`): what the filters count over. There tier 2 runs compiled, generated
+from each language's own patterns (:mod:`datapipe.languages.affix_kernel`; tier 1 too for English; held to tier 2
+here on every fixture chunk, every code point and generated chunks, and to spaCy itself in every language by
+``tests/test_spacy_differential.py``), and only the chunks it declines come back to ``words_of``.
 """
 
 from __future__ import annotations
@@ -177,10 +178,12 @@ class WordSplitter:
 
     # -- tier 2: spaCy's affix algorithm -------------------------------------------------------------------------
     def _affix_split(self, chunk: str, with_specials: bool = True) -> tuple[str, ...] | None:
-        """Tokens of ``chunk`` by spaCy's affix rules, or None when a special case or token match is involved."""
+        """Tokens of ``chunk`` by spaCy's affix rules (its ``token_match`` too, where the language has one: French,
+        Turkish, Hungarian), or None when a special case is involved."""
         specials = self._special if with_specials else frozenset()
-        if self._token_match is not None or chunk in specials:
+        if chunk in specials:
             return None
+        token_match = self._token_match
         prefix_search, suffix_search = self._prefix, self._suffix
         string = chunk
         prefixes: list[str] = []
@@ -188,6 +191,8 @@ class WordSplitter:
         last_size = -1
         english = self._english
         while string and len(string) != last_size:
+            if token_match is not None and token_match(string):
+                break
             if string in specials:
                 return None
             if english and string.isalpha():
@@ -221,7 +226,9 @@ class WordSplitter:
                 return None
             # every English URL pattern needs a dot, and no English infix splits letters and digits
             if (
-                (not self._english or "." in string)
+                token_match is not None
+                and token_match(string)
+                or (not self._english or "." in string)
                 and self._url_match(string)
                 or self._english
                 and string.isalnum()
@@ -252,14 +259,14 @@ class WordSplitter:
         return tuple(p for p in (x.strip() for x in tokens) if p)
 
     def _compiled_tiers(self) -> AffixProgram | None:
-        """Tiers 1 and 2 in compiled code (:mod:`datapipe.languages.affix_kernel`), for English, where the
-        shortcuts of the loop hold; None for other languages, or patterns with a piece it does not compile."""
-        if not self._english:
-            return None
+        """Tier 2 in compiled code (:mod:`datapipe.languages.affix_kernel`), generated from this language's own
+        prefix, suffix and infix patterns, special cases and URL pattern (and tier 1 for English, where its
+        shortcuts hold); None for a language whose patterns hold a piece it cannot compile exactly, or that has
+        a ``token_match`` (French, Turkish, Hungarian): those keep the Python tier for every new chunk."""
         from datapipe.languages.affix_kernel import AffixProgram, Unsupported
 
         try:
-            return AffixProgram(self._tokenizer, self._special, self._patterns)
+            return AffixProgram(self._tokenizer, self._special, self._patterns, english=self._english)
         except Unsupported:
             return None
 

@@ -1,0 +1,142 @@
+"""spaCy's rule-based tokenizers against datapipe's splitting, word for word, in every language the benchmarks run
+with one (and English, French, Turkish, Hungarian and ``xx``): the compiled affix tier generated from each
+language's own rules (:mod:`datapipe.languages.affix_kernel`), the Python tier and spaCy for what they decline,
+through the chunk memo the filters use (``split_ids``) and through ``split``.
+
+The texts: the multilingual fixture (real LibreOffice help pages, 16 per language) and generated adversarial
+chunks and texts (fixed seed): Unicode punctuation and quotes, emoji, URLs and e-mail addresses, numbers with
+units and separators, elisions, hyphens, mixed scripts, characters past the compiled tables. The whole
+benchmark corpus (``benchmarks/lo_help.py``: 500 pages per language, installed from Debian packages) runs behind
+the ``slow`` marker (``make test-all``)."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import pytest
+
+from datapipe.languages import word_splitter
+from datapipe.languages.spacy_words import WordSplitter
+from tests.conftest import CORPORA
+
+RULE_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "pl", "nl", "cs", "tr", "id", "ru", "el", "hu", "xx")
+BY_SCRIPT = {
+    "deu_Latn": "de", "fra_Latn": "fr", "spa_Latn": "es", "ita_Latn": "it", "por_Latn": "pt", "pol_Latn": "pl",
+    "nld_Latn": "nl", "ces_Latn": "cs", "tur_Latn": "tr", "ind_Latn": "id", "rus_Cyrl": "ru", "ell_Grek": "el",
+}  # fmt: skip
+PIECES = [
+    "a", "Z", "é", "ß", "İ", "ı", "ё", "Ж", "Ω", "ά", "ς", "ü", "ñ", "ç", "ł", "ő", "9", "0", "12", "3,5", "1.000",
+    "½", "²", "٣", ".", ",", ";", ":", "!", "?", "¿", "¡", "…", "...", "(", ")", "[", "]", "{", "}", "«", "»", "„",
+    "“", "”", "‘", "’", "'", '"', "-", "–", "—", "--", "_", "/", "\\", "+", "*", "=", "<", ">", "#", "@", "&", "%",
+    "$", "€", "£", "¥", "₽", "°", "§", "©", "™", "·", "•", "😀", "👍🏽", "🇩🇪", "\u200d", "\u0301", "\U0002a6b0",
+    "km", "kg", "mg", "m²", "USD", "IDR", "Rp", "'s", "n't", "d'", "l’", "dell'", "c'", "qu'", "-nya", "-ku", "-ce",
+    "http://", "https://", "www.", "example", ".com", ".de", "/path?q=1&r=2", "user@mail.org", "e.g.", "z.B.",
+    "<a>", "<ahref=x>", "</b>", "<b/>", "etc.", "U.S.", "Dr.", "т.е.", "д-р", "т.д.", ":)", "<3", "EE.", "UU.", "αγ.", "'90", "+30%", "10-15", "5/12",
+]  # fmt: skip
+
+
+@functools.cache
+def _tokenizer(code: str):
+    return WordSplitter(code)._tokenizer
+
+
+def spacy_words(code: str, text: str) -> list[str]:
+    """datatrove's words: spaCy's tokens, stripped, the empty ones dropped."""
+    return [t for t in (tok.text.strip() for tok in _tokenizer(code)(text)) if t]
+
+
+@functools.cache
+def _splitters(code: str) -> tuple[WordSplitter, WordSplitter]:
+    """Two splitters of this module's own (not the process's shared ones): one for ``split_ids``, one for
+    ``split``, so that neither's memo answers for the other."""
+    return WordSplitter(code), WordSplitter(code)
+
+
+def ours(code: str, text: str) -> tuple[list[str], list[str]]:
+    """The words of ``text`` by ``split_ids`` (what the filters count) and by ``split``."""
+    by_ids_splitter, splitter = _splitters(code)
+    got = by_ids_splitter.split_ids(text)
+    by_ids = by_ids_splitter.split(text) if got is None else got[1].texts(got[0])
+    return by_ids, splitter.split(text)
+
+
+def adversarial(seed: int, chunks: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(PIECES) for _ in range(rnd.randint(1, 6))) for _ in range(chunks)]
+
+
+@pytest.mark.parametrize("code", RULE_LANGUAGES)
+def test_adversarial_chunks_and_texts_split_as_spacy_splits_them(code: str) -> None:
+    chunks = adversarial(seed=len(code) * 7919 + ord(code[0]), chunks=400)
+    # one chunk a line: see test_a_special_case_across_chunks_is_spacys_alone for what single spaces between
+    # generated chunks of special-case pieces can do
+    text = "\n".join(chunks) + "\n" + "\n\n".join("\t".join(chunks[i : i + 9]) for i in range(0, 300, 9))
+    # special cases across a space (Spanish, Russian, Greek, Indonesian): the text goes to spaCy whole
+    spaced = text + " EE. UU. и т.д. в т.ч. Dr. rer. nat. Μ. Ασία"
+    by_ids, by_split = ours(code, text)
+    want = spacy_words(code, text)
+    assert by_ids == want
+    assert by_split == want
+    assert ours(code, spaced) == (spacy_words(code, spaced), spacy_words(code, spaced))
+    program = _splitters(code)[0]._compiled_tiers()
+    if program is not None:  # each chunk alone through the compiled tier: its tokens or a decline
+        for chunk, got in zip(chunks, program.split(chunks), strict=True):
+            if got is not None:
+                assert list(got) == spacy_words(code, chunk), chunk
+
+
+@pytest.mark.xfail(strict=True, reason="spaCy's special-case matcher sees tokens across a single space")
+def test_a_special_case_across_chunks_is_spacys_alone() -> None:
+    """Known and not modelled (neither by the compiled tier nor by the Python tiers before it): spaCy applies its
+    special cases with a matcher over the whole text's tokens, blind to the single spaces between chunks, and a
+    match across two chunks (which changes nothing itself) can block an overlapping one inside a chunk. Here the
+    second chunk's ``:)`` stays one token alone but is split beside the first. Found by the generated chunks
+    above; in real pages it needs two special-case pieces meeting at a space, and no benchmarked page differs."""
+    text = "ı-ku-kuetc.5/12:) :)%c'"
+    assert WordSplitter("fr").split(text) == spacy_words("fr", text)
+
+
+def test_the_compiled_tier_covers_the_languages_without_a_token_match() -> None:
+    """Generated from each language's rules, the compiled tier takes every language but those whose spaCy
+    ``token_match`` can match without one of a few characters (Turkish's and Hungarian's numbers; French's needs
+    a hyphen or an apostrophe, and the chunks holding one go to the Python tier)."""
+    compiled = {code for code in RULE_LANGUAGES if _splitters(code)[0]._compiled_tiers() is not None}
+    assert compiled == set(RULE_LANGUAGES) - {"tr", "hu"}
+
+
+def test_fixture_pages_split_as_spacy_splits_them() -> None:
+    from datapipe import read_records
+
+    for path in sorted((CORPORA / "multilingual").glob("lo-help-*.jsonl.zst")):
+        for rec in read_records(str(path)):
+            code = BY_SCRIPT.get(rec["metadata"]["language"])
+            if code is None:
+                continue
+            by_ids, by_split = ours(code, rec["text"])
+            want = spacy_words(code, rec["text"])
+            assert by_ids == want and by_split == want, rec["id"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("skip", [0, 500])
+def test_the_benchmark_corpus_splits_as_spacy_splits_it(skip: int) -> None:
+    """Every page of ``benchmarks/multilingual.py``'s corpus (and the next 500 per language), in one splitter per
+    language as the benchmark has it (the memo warm across pages), against spaCy."""
+    import sys
+
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from lo_help import documents
+
+    for language, docs in documents(500, skip=skip).items():
+        code = BY_SCRIPT.get(language)
+        if code is None:
+            continue
+        splitter = word_splitter(language)
+        assert isinstance(splitter, WordSplitter)
+        for d in docs:
+            got = splitter.split_ids(d.text)
+            words = splitter.split(d.text) if got is None else got[1].texts(got[0])
+            assert words == spacy_words(code, d.text), d.id
