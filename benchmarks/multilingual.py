@@ -13,7 +13,9 @@ FineWeb-2 YAML config:
 
 Decisions are the same when both keep, or both remove with the same reason; signatures when all 112 values are
 equal (or neither side has one). Every tokenizer is loaded on both sides before the clock starts; times are CPU
-seconds of this process (one core), filters plus signatures.
+seconds of this process (one core), filters plus signatures, each side once over each language's pages (datatrove's
+first), after one untimed call of each side on the first 2,000 characters of the first page (tokenizers loaded,
+kernels compiled).
 
 Where a tokenizer's own analysis splits the words (Kiwi for Korean, pyvi's CRF for Vietnamese, khmer-nltk's CRF
 for Khmer), both sides spend most of their time inside it, so for those languages the benchmark also times the
