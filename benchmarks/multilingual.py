@@ -57,6 +57,7 @@ from datapipe import (  # noqa: E402
     WordMinHash,  # noqa: E402
     fineweb2_rules,  # noqa: E402
     language_config,
+    spacy_words,
     word_splitter,
 )
 
@@ -67,9 +68,7 @@ TOKENIZER_BOUND = ("kor_Hang", "vie_Latn", "khm_Khmr")
 
 def spacy_rules(language: str) -> bool:
     """Whether the language's words are split by a blank spaCy tokenizer's rules (not jieba, SudachiPy, pyvi)."""
-    from datapipe.languages.spacy_words import WordSplitter
-
-    return isinstance(word_splitter(language), WordSplitter)
+    return isinstance(word_splitter(language), spacy_words.WordSplitter)
 
 
 def tokenizer_call(language: str) -> Callable[[str], object]:
@@ -80,9 +79,7 @@ def tokenizer_call(language: str) -> Callable[[str], object]:
         kiwi = load_word_tokenizer(language)
         return lambda text: kiwi.tokenizer.tokenize(kiwi.preprocess(text))  # type: ignore[attr-defined]
     if language == "vie_Latn":
-        from datapipe.languages.spacy_words import import_spacy
-
-        return import_spacy().blank("vi").tokenizer  # pyvi, under spaCy's Vietnamese tokenizer
+        return spacy_words.import_spacy().blank("vi").tokenizer  # pyvi, under spaCy's Vietnamese tokenizer
     if language == "khm_Khmr":
         from khmernltk import word_tokenize
 
