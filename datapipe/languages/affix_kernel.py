@@ -293,7 +293,7 @@ class _Builder:
         """A piece as a program (:class:`_VmCompiler`). The searches ask a prefix piece only at the string's
         start and a suffix piece only through to its end, so a prefix piece must begin with ``^`` and a suffix
         piece end with ``$`` (as spaCy's compiled patterns do)."""
-        from datapipe.languages.affixes import _edge_of
+        from datapipe.languages.affixes import edge_of
 
         if flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE | re.VERBOSE):
             raise Unsupported("flags")
@@ -310,7 +310,7 @@ class _Builder:
         every = np.arange(TABLE_END, dtype=np.int64)
         edges = []
         for last in (False, True):
-            edge = _edge_of(tree, last)
+            edge = edge_of(tree, last)
             edges.append(
                 every if edge is None else np.array(sorted(ord(c) for c in edge if ord(c) < TABLE_END))
             )

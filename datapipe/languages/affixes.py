@@ -84,7 +84,7 @@ def _class_members(items: list[tuple[Any, Any]]) -> frozenset[str] | None:
     return frozenset(out)
 
 
-def _edge_of(seq: Any, last: bool) -> frozenset[str] | None:
+def edge_of(seq: Any, last: bool) -> frozenset[str] | None:
     """The characters a match of the node sequence ``seq`` may end with (``last``) or start with; None for any."""
     items = list(seq)
     for op, av in reversed(items) if last else items:
@@ -96,17 +96,17 @@ def _edge_of(seq: Any, last: bool) -> frozenset[str] | None:
             return _class_members(av)
         if op is sre_c.SUBPATTERN:
             _group, add_flags, del_flags, sub = av
-            return None if add_flags or del_flags else _edge_of(sub, last)
+            return None if add_flags or del_flags else edge_of(sub, last)
         if op is sre_c.BRANCH:
             edges: set[str] = set()
             for alt in av[1]:
-                e = _edge_of(alt, last)
+                e = edge_of(alt, last)
                 if e is None:
                     return None
                 edges |= e
             return frozenset(edges)
         if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and av[0] >= 1:
-            return _edge_of(av[2], last)
+            return edge_of(av[2], last)
         return None  # an optional item (the character could come from the next one), a backreference, ...
     return None  # nothing consumed: a zero-width piece
 
@@ -150,7 +150,7 @@ def _split(pattern: re.Pattern[str], last: bool) -> dict[str, list] | None:
         if last and not _ends_at_end(tree):
             edges.append(None)  # not anchored at the end: it can match anywhere
         else:
-            edge = _edge_of(tree, last)
+            edge = edge_of(tree, last)
             edges.append(None if edge is None else sorted(edge))
     return {"pieces": pieces, "edges": edges}
 
