@@ -291,3 +291,79 @@ def test_a_value_judged_again_on_a_page_is_judged_alike() -> None:
         alone_containers += containers
     assert page_masks == alone_masks and len(page_masks) == len(pairs)
     assert page_containers == alone_containers and any(kind == "boiler" for kind, _ in page_containers)
+
+
+def test_the_pairwise_sum_is_numpys() -> None:
+    """``scoring.pairwise_sum`` adds as numpy's ``sum`` does (its pairwise order): the same double for every length
+    (below, in and above its blocks of 8 and 128, above its buffer of 8,192), with terms of far apart sizes whose
+    sum depends on the order."""
+    rng = np.random.default_rng(3)
+    for n in [*range(300), 1000, 1023, 8191, 8192, 8193, 20011]:
+        a = np.expm1(rng.random(n) * rng.choice([1.0, 10.0, 40.0], n))
+        a = np.where(rng.random(n) < 0.3, a * 1e13, a)
+        assert scoring.pairwise_sum(a) == a.sum()
+
+
+def _block_parts(x: np.ndarray, slack: float = 1.0) -> tuple[np.ndarray | None, np.ndarray]:
+    """The compiled page part of ``x`` (block features) and its numpy reference."""
+    from datapipe.extract import pagetype
+
+    chars = np.expm1(x[:, pagetype._CHARS].astype(np.float64))
+    got = scoring.page_block_part(
+        x, chars, pagetype._KIND_COLUMNS, pagetype._KIND_AT["li"], pagetype._KIND_AT["tr"],
+        pagetype._KIND_AT["pre"], pagetype._LINK_SHARE, pagetype._CURRENCY, pagetype._GROUPS_AT,
+        float(pagetype.PROSE_CHARS), slack,
+    )  # fmt: skip
+    return got, pagetype._block_part_numpy(x, chars)
+
+
+def test_the_compiled_page_part_is_the_reference(trees: list[LexborHTMLParser]) -> None:
+    """``scoring.page_block_part`` gives the float32s of ``pagetype._block_part_numpy`` (the page model reads
+    float32) on real pages and on made ones (random kinds, sizes, links, groups, many pages of one kind); where it
+    cannot promise them (here forced by a wide ``slack``) it says None and ``_block_part`` takes the reference."""
+    from datapipe.extract import pagetype
+    from datapipe.extract.analysis import _walked
+    from datapipe.extract.features import FEATURES, block_features
+
+    xs = []
+    for tree in trees:
+        a = _walked(tree)
+        xs.append(block_features(a.blocks, a.containers, a.why, extra=7))
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 9, 130, 300, 2000):
+        x = np.zeros((n, len(FEATURES) + 7), dtype=np.float32)
+        kinds = rng.integers(0, len(pagetype._KINDS), n) if n != 300 else np.zeros(n, dtype=np.int64)
+        x[np.arange(n), pagetype._KIND_COLUMNS[kinds]] = 1.0
+        x[:, pagetype._CHARS] = np.log1p(rng.integers(0, 3000, n)).astype(np.float32)
+        x[:, pagetype._LINK_SHARE] = rng.random(n).astype(np.float32)
+        x[:, pagetype._CURRENCY] = rng.integers(0, 3, n)
+        x[:, pagetype._GROUPS_AT] = rng.random((n, len(pagetype._GROUPS_AT))) < 0.3
+        xs.append(x)
+    seen = 0
+    for x in [x for x in xs if len(x)]:
+        got, ref = _block_parts(x)
+        assert got is not None and np.array_equal(got.astype(np.float32), ref.astype(np.float32))
+        assert np.array_equal(pagetype._block_part(x), got)
+        assert np.array_equal(got[[0, 1, 4, *range(7, len(got))]], ref[[0, 1, 4, *range(7, len(ref))]])
+        wide, _ = _block_parts(x, 1e12)
+        seen += wide is None
+    assert seen >= 8  # the shares, widened, come near a float32's boundary and are refused
+
+
+def test_the_page_part_falls_back_to_the_reference(
+    trees: list[LexborHTMLParser], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the compiled pass refuses, the page's features are the reference's."""
+    from datapipe.extract import pagetype
+    from datapipe.extract.analysis import _walked
+    from datapipe.extract.features import block_features
+
+    a = _walked(trees[0])
+    x = block_features(a.blocks, a.containers, a.why, extra=7)
+    want = pagetype._block_part(x)
+    monkeypatch.setattr(scoring, "page_block_part", lambda *args: None)
+    got = pagetype._block_part(x)
+    assert np.array_equal(
+        got, pagetype._block_part_numpy(x, np.expm1(x[:, pagetype._CHARS].astype(np.float64)))
+    )
+    assert np.array_equal(got.astype(np.float32), want.astype(np.float32))

@@ -292,6 +292,7 @@ _KIND_AT = {k: i for i, k in enumerate(KINDS)}
 _GROUP_COLUMNS = [_COLUMN[f"group:{g}"] for g in BLOCK_GROUPS]
 _KIND_COLUMNS = np.array(_KINDS, dtype=np.intp)
 _GROUPS_AT = np.array(_GROUP_COLUMNS, dtype=np.intp)
+PROSE_CHARS = 200  # a paragraph this long is prose (page:prose)
 
 
 def _url_part(url: str) -> list[float]:
@@ -382,15 +383,30 @@ def _declared_part(declared: list[str], generators: list[str]) -> list[float]:
 def _block_part(x: np.ndarray) -> np.ndarray:
     """What the page's blocks say, from their features (:func:`datapipe.extract.features.block_features`, one row a
     block): how many, their text, the shares of paragraphs, list items, headings, rows, code, links and prose,
-    headlines, currency signs, and the share of blocks inside each of :data:`BLOCK_GROUPS`. The counts are made in
-    one compiled pass (:func:`datapipe.extract.scoring.page_block_sums`); the sums of characters by numpy, as the
-    model was trained with (its pairwise summation and its matrix product fix their roundings)."""
+    headlines, currency signs, and the share of blocks inside each of :data:`BLOCK_GROUPS`. Made in one compiled
+    pass (:func:`datapipe.extract.scoring.page_block_part`: the reference's numbers, where it can promise their
+    float32s) and else by the reference, :func:`_block_part_numpy`."""
+    from datapipe.extract.scoring import page_block_part
+
+    if len(x) == 0:
+        return np.zeros(12 + len(BLOCK_GROUPS))
+    chars = np.expm1(x[:, _CHARS].astype(np.float64))
+    part = page_block_part(
+        np.asarray(x, dtype=np.float32), chars, _KIND_COLUMNS, _KIND_AT["li"], _KIND_AT["tr"], _KIND_AT["pre"], _LINK_SHARE, _CURRENCY,
+        _GROUPS_AT, float(PROSE_CHARS),
+    )  # fmt: skip
+    return part if part is not None else _block_part_numpy(x, chars)
+
+
+def _block_part_numpy(x: np.ndarray, chars: np.ndarray) -> np.ndarray:
+    """:func:`_block_part` as the models were trained with it (``chars``: each block's characters, from its
+    feature): the counts made in one compiled pass (:func:`datapipe.extract.scoring.page_block_sums`), the sums of
+    characters by numpy (its pairwise summation and its matrix product fix their roundings)."""
     from datapipe.extract.scoring import page_block_sums
 
     n = len(x)
     if n == 0:
         return np.zeros(12 + len(BLOCK_GROUPS))
-    chars = np.expm1(x[:, _CHARS].astype(np.float64))
     total = chars.sum() or 1.0
     kind_chars = chars @ x[:, _KINDS].astype(np.float64)
     per_kind, prose_chars, linked, currency, means = page_block_sums(
@@ -400,7 +416,7 @@ def _block_part(x: np.ndarray) -> np.ndarray:
         _LINK_SHARE,
         _CURRENCY,
         _GROUPS_AT,
-        200.0,
+        float(PROSE_CHARS),
     )
     prose = float(prose_chars.sum())
     links = float(linked.sum())

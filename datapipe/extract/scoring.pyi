@@ -41,3 +41,17 @@ def page_block_sums(
     group_columns: np.ndarray,
     prose_chars: float,
 ) -> tuple[list[float], np.ndarray, np.ndarray, float, np.ndarray]: ...
+def pairwise_sum(a: np.ndarray) -> float: ...
+def page_block_part(
+    x: np.ndarray,
+    chars: np.ndarray,
+    kind_columns: np.ndarray,
+    li: int,
+    tr: int,
+    pre: int,
+    link_column: int,
+    currency_column: int,
+    group_columns: np.ndarray,
+    prose_chars: float,
+    slack: float = 1.0,
+) -> np.ndarray | None: ...
