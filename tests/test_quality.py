@@ -198,6 +198,51 @@ def test_cli_trains_the_bundled_recipe(tmp_path, trained):
     assert np.isfinite(json.loads(next(tmp_path.glob("*/report.json")).read_text())["validation"]["f1"])
 
 
+def _fit_on_dirty_heap(conn, byte, train_file, seed, hyper, path):
+    """In the training child: leave 8 MB of heap filled with ``byte`` where the next allocations will land (the
+    mmap and trim thresholds raised, so the block stays on the heap), then train as the build's child does."""
+    import ctypes
+
+    from datapipe.quality.train import _fit_to_file
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD: a large block from the heap, not a mapping of its own
+    libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: and the heap keeps it once freed
+    block = libc.malloc(8 << 20)
+    ctypes.memset(block, byte, 8 << 20)
+    libc.free(block)
+    _fit_to_file(conn, train_file, seed, hyper, path)
+
+
+def test_training_does_not_depend_on_what_the_heap_held(tmp_path):
+    """fastText reads memory it never initialized (``FASTTEXT_CHILD_ENV``): without the child's allocations zeroed,
+    these heaps made this training stop with "Encountered NaN" or give other models (which did varied with what
+    else the child had allocated); with them zeroed, every heap gives the model of a fresh process."""
+    from datapipe.quality.train import FASTTEXT_CHILD_ENV, train_in_fresh_process
+    from datapipe.runtime.child import Child
+
+    lines = []
+    for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
+        for d in read_records(str(path)):
+            lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
+    train = tmp_path / "train.txt"
+    train.write_text("".join(lines), encoding="utf-8")
+    hyper = {"loss": "softmax", "dim": 8, "epoch": 1, "lr": 0.05}
+    clean = train_in_fresh_process(str(train), 0, hyper)
+    assert clean is not None
+    clean.save_model(str(tmp_path / "clean.bin"))
+    for byte in (0x00, 0x7F, 0xFF):
+        out = tmp_path / f"dirty-{byte}.bin"
+        child = Child(_fit_on_dirty_heap, (byte, str(train), 0, hyper, str(out)), env=FASTTEXT_CHILD_ENV)
+        child.join()
+        child.close()
+        assert child.exitcode == 0 and out.exists(), f"diverged on a heap of {byte:#04x} bytes"
+        assert out.read_bytes() == (tmp_path / "clean.bin").read_bytes(), f"another model on {byte:#04x}"
+
+
 def test_training_runs_in_a_fresh_process_and_is_reproducible(tmp_path, fixture_texts):
     """fastText trains in a spawned process (this test process has loaded JAX, Beam and more, which changed
     in-process results): two trainings give the same model file byte for byte and the same scores; a learning

@@ -5,6 +5,7 @@ subwords, a pruned dictionary and a quantized input matrix."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,10 +43,15 @@ model.save_model(path)
 
 
 def _train(source: Path, path: Path, quantize: bool = False, **hyper) -> str:
-    """fastText training in a fresh process, as ``datapipe.quality.train`` trains: in a process that has run other
-    native libraries (a test session) it now and then stops with "Encountered NaN"."""
+    """fastText training in a fresh process with its allocations zeroed, as ``datapipe.quality.train`` trains
+    (``FASTTEXT_CHILD_ENV``: fastText reads uninitialized memory, so reused heap changes its models)."""
+    from datapipe.quality.train import FASTTEXT_CHILD_ENV
+
     args = [str(source), str(path), json.dumps(hyper), "1" if quantize else "0"]
-    subprocess.run([sys.executable, "-c", TRAIN, *args], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, **FASTTEXT_CHILD_ENV}
+    subprocess.run(
+        [sys.executable, "-c", TRAIN, *args], check=True, capture_output=True, timeout=300, env=env
+    )
     return str(path)
 
 

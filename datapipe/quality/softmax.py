@@ -49,6 +49,7 @@ from datapipe.kernels.fasttext import (
 from datapipe.kernels.interned import Interned, find, has_room, insert, scan_growing
 from datapipe.kernels.jit import kernel
 from datapipe.kernels.utf8 import decode, utf8_within
+from datapipe.languages.chunk_ids import white_space
 
 MAX_CHARS = 1 << 24  # a longer text goes to fastText (the pass's per-text arrays are sized by the text)
 NGRAM_MULTIPLIER = np.uint64(116049371)
@@ -73,11 +74,6 @@ class SoftmaxModel:
         eos = np.frombuffer(EOS, dtype=np.uint8)
         self.eos_hash = np.int64(fasttext_hash(eos, 0, len(eos)))
         self.inp, self.out = sup.inp, sup.out
-        # imported here, not with the module: importing chunk_ids (its compiled kernels) before fastText trains in
-        # the same process made training diverge (tests/test_langid.py, 2026-12-07); the trainer's child imports
-        # this module but never builds a scorer
-        from datapipe.languages.chunk_ids import white_space
-
         self.space = white_space()
         self.memo_size = memo_size
         self._memo = Interned()

@@ -120,6 +120,19 @@ def model_dir(recipe: Recipe, output: str) -> str:
     return fs.join(output, f"{recipe.name}-{recipe_hash(recipe)[:8]}")
 
 
+# fastText 0.9.2 and 0.9.3 (the wheel we install and PyPI's own build alike) leave most of the input matrix
+# uninitialized when training on fewer than ten threads: ``DenseMatrix::uniform`` fills blocks of a tenth of the
+# matrix, one per thread, into memory ``new`` did not clear (valgrind: "Use of uninitialised value" in
+# ``dotRow`` <- ``SoftmaxLoss::computeOutput``, allocated by ``createRandomMatrix``). On fresh pages those rows are
+# zeros; on reused heap they are whatever was there, so the same data, seed and single thread gave different
+# models from process to process (a child that had imported other modules first, or a second training in one
+# process) and now and then "Encountered NaN", at any learning rate (lr 0.001 too). glibc's malloc perturbation
+# with byte 0xff fills every allocation with zeros (``alloc_perturb`` writes ``byte ^ 0xff``): the model is then
+# the one fastText trains on fresh memory, whatever ran before; 12 trainings of 6 seeds in 5 processes, both
+# builds, gave the same files, where without it 3 of 8 seeds diverged. Other C libraries ignore the variable.
+FASTTEXT_CHILD_ENV = {"MALLOC_PERTURB_": "255"}
+
+
 def _fit_to_file(_conn: object, train_file: str, seed: int, hyper: dict[str, object], path: str) -> None:
     """fastText training in a child process (see ``_train_supervised``); the model is handed back as a file."""
     import fasttext
@@ -128,14 +141,8 @@ def _fit_to_file(_conn: object, train_file: str, seed: int, hyper: dict[str, obj
 
 
 def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, object]):
-    """fastText training, always in a fresh spawned process, so the model depends on the recipe alone.
-
-    In-process training was not reproducible: inside a long test session (a process that had run JAX, Beam and other
-    native libraries) the same data, seed and single thread gave a slightly different model (0.5056 vs 0.5054 on
-    one document) than a fresh process, and now and then "Encountered NaN". Something in the process's native state
-    (floating-point modes or kernels chosen at load) changes fastText's arithmetic; a spawned child inherits none of
-    it. A NaN there is the recipe's problem.
-    """
+    """fastText training, always in a fresh spawned process whose malloc hands out zeroed memory, so that the
+    model depends on the recipe alone (see :data:`FASTTEXT_CHILD_ENV`). A NaN there is the recipe's problem."""
     model = train_in_fresh_process(train_file, recipe.seed, hyper)
     if model is None:
         raise ConfigError(
@@ -145,13 +152,14 @@ def _train_supervised(recipe: Recipe, train_file: str, hyper: dict[str, object])
 
 
 def train_in_fresh_process(train_file: str, seed: int, hyper: dict[str, object]):
-    """fastText trained in a fresh child process and loaded here; None when the child fails (a NaN loss)."""
+    """fastText trained in a fresh child process (its allocations zeroed: :data:`FASTTEXT_CHILD_ENV`) and loaded
+    here; None when the child fails (a NaN loss)."""
     import fasttext
 
     with tempfile.TemporaryDirectory(prefix="datapipe-fasttext-") as tmp:
         path = os.path.join(tmp, "model.bin")
         # its own process group: a Ctrl-C is the build's to handle, and ends the child here (datapipe.runtime.child)
-        child = Child(_fit_to_file, (train_file, seed, hyper, path))
+        child = Child(_fit_to_file, (train_file, seed, hyper, path), env=FASTTEXT_CHILD_ENV)
         try:
             child.join()
         finally:

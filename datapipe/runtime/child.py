@@ -15,10 +15,11 @@ The child is ``python -c`` with the parent's ``sys.path``; it receives ``(target
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 
 _BOOT = "import sys; from datapipe.runtime.child import _main; _main(int(sys.argv[1]))"
@@ -29,10 +30,15 @@ class Child:
     ``multiprocessing.Process``."""
 
     def __init__(
-        self, target: Callable[..., object], args: tuple[object, ...] = (), pass_fds: tuple[int, ...] = ()
+        self,
+        target: Callable[..., object],
+        args: tuple[object, ...] = (),
+        pass_fds: tuple[int, ...] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         """``pass_fds``: more open file descriptors the child inherits, under the same numbers (``args`` may name
-        them)."""
+        them); ``env``: variables set in the child's environment over this process's (read by the C library at
+        the child's start, e.g. malloc's settings)."""
         ours, theirs = socket.socketpair()
         try:
             self._proc = subprocess.Popen(
@@ -40,6 +46,7 @@ class Child:
                 pass_fds=(theirs.fileno(), *pass_fds),
                 process_group=0,  # out of the terminal's group: Ctrl-C is the parent's to handle
                 close_fds=True,
+                env=None if env is None else {**os.environ, **env},
             )
         finally:
             theirs.close()
