@@ -183,13 +183,11 @@ def _train(tmp_path: Path, **hyper):
             lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
     train = tmp_path / "train.txt"
     train.write_text("".join(lines), encoding="utf-8")
-    # fastText on this small corpus now and then stops with "Encountered NaN" even in a fresh single-threaded
-    # process (seen once in ~10 runs, under load); the files these tests need come from any seed that converges
-    for seed in range(3):
-        model = train_in_fresh_process(str(train), seed, hyper)
-        if model is not None:
-            return model, str(train)
-    raise AssertionError(f"fastText diverged with seeds 0-2 ({hyper})")
+    # one seed: the trainer's child zeroes its allocations (datapipe.quality.train.FASTTEXT_CHILD_ENV), so fastText's
+    # uninitialized rows no longer make this corpus diverge now and then
+    model = train_in_fresh_process(str(train), 0, hyper)
+    assert model is not None, f"fastText diverged ({hyper})"
+    return model, str(train)
 
 
 def test_other_hierarchical_softmax_models_match_fasttext_too(tmp_path, fixture_texts):
