@@ -24,10 +24,13 @@ semantics:
   an empty match, no empty match at the same place).
 
 Around them the loop is ``WordSplitter._affix_split``'s, with its English shortcuts for English only (a string of
-letters has no affix, one of letters and digits no infix). A language's ``token_match`` cannot be asked from
-compiled code: where every one of its matches needs one of a few characters (French: hyphens, apostrophes), a
-chunk holding one is declined and the others are split without it; otherwise (Turkish, Hungarian) the language
-is :class:`Unsupported`. A chunk is declined (left to the Python tiers, which pass it on to
+letters has no affix, one of letters and digits no infix). A language's ``token_match`` is a program too where
+:class:`_VmCompiler` expresses it (Turkish's dates, numbers and roman numerals with their suffixes, Hungarian's
+numbers and currencies before a hyphenated suffix: spaCy asks only whether it matches, which any way of matching
+answers), asked where spaCy asks it, first in each turn of the affix loop and of the middle; where it is not one
+(French's: ``IGNORECASE``, 1.45M characters) but every one of its matches needs one of a few characters (hyphens,
+apostrophes), a chunk holding one is declined and the others are split without it; otherwise the language is
+:class:`Unsupported`. A chunk is declined (left to the Python tiers, which pass it on to
 spaCy where they must) when it holds a character at or beyond :data:`~datapipe.kernels.utf8.TABLE_END`, when any
 string the loop looks up is a special case, when the middle holds a dot (spaCy's URL pattern, every language's, decides those), or
 when its tokens hold one of the special-case patterns spaCy re-applies. Special cases and pattern tokens are
@@ -529,9 +532,12 @@ def _build(
     searches: list[tuple[str, int]],
     specials: frozenset[str],
     patterns: dict[str, tuple[tuple[str, ...], ...]],
+    token_match: tuple[str, int] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """:class:`AffixProgram`'s arrays for the prefix, suffix and infix patterns (source, flags), the special cases
-    and the patterns: 0.1 s of each worker's first filter shard, kept on disk (:mod:`datapipe.kernels.tables`)."""
+    and the patterns: 0.1 s of each worker's first filter shard, kept on disk (:mod:`datapipe.kernels.tables`).
+    ``token_match`` (source, flags), where the language has one: compiled as a program too where it can be
+    (:func:`_token_match_program`; its start in ``tm``, -1 where it cannot)."""
     b = _Builder()
     bounds = [0]
     for role, (source, flags) in zip((PREFIX, SUFFIX, INFIX), searches, strict=True):
@@ -541,6 +547,7 @@ def _build(
         for p in pieces:
             b.piece(p, flags, role)
         bounds.append(len(b.rows))
+    tm = -1 if token_match is None else _token_match_program(b.vm, *token_match)
     pieces_arr = np.ascontiguousarray(np.array(b.rows, dtype=np.int64).reshape(-1, 10))
     cand_idx, cand_off = b.candidates(bounds)
     chars = every_character(TABLE_END)
@@ -591,7 +598,25 @@ def _build(
         "vprog": vprog,
         "vmask": vmask,
         "floating": floating,
+        "tm": np.array([tm], dtype=np.int64),
     }
+
+
+def _token_match_program(vm: _VmCompiler, source: str, flags: int) -> int:
+    """A language's ``token_match`` (``re.match``: anchored at the string's start) as a program of ``vm``: where
+    it starts, or -1 where it cannot be one (a flag such as French's ``IGNORECASE``, a construct
+    :class:`_VmCompiler` does not express, too many classes), and nothing of it is kept. spaCy asks only whether
+    it matches, so any way of matching the program finds answers it as ``re`` does (Turkish's dates, numbers and
+    roman numerals with their suffixes, Hungarian's numbers, expressions and currencies before a hyphen)."""
+    if flags & (re.IGNORECASE | re.DOTALL | re.MULTILINE | re.VERBOSE):
+        return -1
+    rows, classes = len(vm.rows), dict(vm.classes)
+    try:
+        return vm.program(sre_parse.parse(source, flags))
+    except Unsupported:
+        del vm.rows[rows:]
+        vm.classes = classes
+        return -1
 
 
 class AffixProgram:
@@ -634,14 +659,17 @@ class AffixProgram:
         }
 
         def build() -> dict[str, np.ndarray]:
-            simple, programs = _build(searches, specials, patterns)
+            asked = token_match is not None and getattr(tok.token_match, "__name__", "") == "match"
+            tm_source = (token_match.pattern, int(token_match.flags)) if asked and token_match else None
+            simple, programs = _build(searches, specials, patterns, tm_source)
+            tm = int(programs.pop("tm")[0])
             held = np.zeros(TABLE_END, dtype=np.bool_)
-            if token_match is not None:
+            if token_match is not None and tm < 0:
                 chars = _required_chars(token_match)
                 if chars is None:
                     raise Unsupported("a token_match that can match without a character of a known set")
                 held[[ord(c) for c in chars if ord(c) < TABLE_END]] = True
-            flags = np.array([int(english)], dtype=np.int64)
+            flags = np.array([int(english), tm], dtype=np.int64)
             return {**simple, **programs, "flags": flags, "held": held}
 
         got = stored("affix-program", key, build)
@@ -1023,6 +1051,7 @@ def affix_tokens(
      ktable, khashes, kstarts, karena, pat_ids, pat_off, by_first, first_off, cand_idx, cand_off, sseen, kseen) = program  # fmt: skip
     vprog, vmask, flags, held, floating = vm
     english = flags[0] == 1
+    tm = flags[1]  # token_match's program, or -1 (none, or one asked by ``held``'s characters)
     if _member(stable, shashes, sstarts, sarena, sseen, data, pos, lo0, hi0):
         return DECLINED
     for q in range(lo0, hi0):  # a character the language's token_match needs: spaCy's pattern decides
@@ -1035,6 +1064,12 @@ def affix_tokens(
     lo, hi = lo0, hi0
     last_size = -1
     while hi > lo and hi - lo != last_size:
+        if tm >= 0:  # spaCy asks token_match first: a match ends the affixes
+            e = _vm(vprog, vmask, codes, lo, hi, tm, lo, scratch, top, lo)
+            if e == -2:
+                return DECLINED
+            if e >= 0:
+                break
         if _member(stable, shashes, sstarts, sarena, sseen, data, pos, lo, hi):
             return DECLINED
         if english and all_in(alpha, codes, lo, hi):
@@ -1090,15 +1125,22 @@ def affix_tokens(
     if hi > lo:
         if _member(stable, shashes, sstarts, sarena, sseen, data, pos, lo, hi):
             return DECLINED
+        whole = False  # token_match, then the URL pattern, keep the middle whole
+        if tm >= 0:
+            e = _vm(vprog, vmask, codes, lo, hi, tm, lo, scratch, top, lo)
+            if e == -2:
+                return DECLINED
+            whole = e >= 0
         dot = False
-        for q in range(lo, hi):
-            if codes[q] == 46:
-                dot = True
-                break
+        if not whole:
+            for q in range(lo, hi):
+                if codes[q] == 46:
+                    dot = True
+                    break
         if dot and url < 0:  # English's URL pattern decides a string with a dot: the caller asks re
             spans[t0, 0], spans[t0, 1] = lo, hi
             return ASK_URL
-        if (dot and url == 1) or (english and all_in(alnum, codes, lo, hi)):
+        if whole or (dot and url == 1) or (english and all_in(alnum, codes, lo, hi)):
             spans[t, 0], spans[t, 1] = lo, hi
             t += 1
         else:

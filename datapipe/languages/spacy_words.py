@@ -261,8 +261,9 @@ class WordSplitter:
     def _compiled_tiers(self) -> AffixProgram | None:
         """Tier 2 in compiled code (:mod:`datapipe.languages.affix_kernel`), generated from this language's own
         prefix, suffix and infix patterns, special cases and URL pattern (and tier 1 for English, where its
-        shortcuts hold); None for a language whose patterns hold a piece it cannot compile exactly, or that has
-        a ``token_match`` (French, Turkish, Hungarian): those keep the Python tier for every new chunk."""
+        shortcuts hold); None for a language whose patterns hold a piece it cannot compile exactly, or whose
+        ``token_match`` it can neither run (Turkish's and Hungarian's it runs) nor decline by a few characters
+        (French's hyphens and apostrophes): those keep the Python tier for every new chunk."""
         from datapipe.languages.affix_kernel import AffixProgram, Unsupported
 
         try:
