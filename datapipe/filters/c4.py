@@ -3,16 +3,17 @@
 Line rules drop lines (no terminal punctuation, fewer than 3 words, a word over 1000 characters, "javascript",
 cookie/terms-of-use notices; Wikipedia-style citation marks are removed); document rules remove the page ("lorem
 ipsum", a curly brace, fewer than 5 sentences after line filtering, a word from an optional bad-words list).
-Sentences are counted with spaCy's rule-based sentencizer, as datatrove does.
+Sentences are counted as spaCy's rule-based sentencizer counts them, as datatrove does, from the words of the kept
+lines, split once (:mod:`datapipe.filters.sentences`); those words become the kept document's words.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
 
 from datapipe.filters.document import FilterDoc
+from datapipe.languages.spacy_words import splitter
 from datapipe.runtime.evidence import Removal
 
 CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -27,19 +28,11 @@ POLICY_SUBSTRINGS = (
 )
 
 
-@cache
-def _sentencizer():
-    from datapipe.languages.spacy_words import import_spacy
-
-    nlp = import_spacy().blank("en")
-    nlp.add_pipe("sentencizer")
-    return nlp
-
-
 def count_sentences(line: str) -> int:
-    nlp = _sentencizer()
-    nlp.max_length = len(line) + 10
-    return sum(1 for s in nlp(line).sents if s.text.strip())
+    """Sentences of one line, as datatrove counts them (spaCy's ``sentencizer``)."""
+    from datapipe.filters.sentences import spacy_sentences
+
+    return spacy_sentences(line)
 
 
 @dataclass(frozen=True)
@@ -61,7 +54,12 @@ class C4Quality:
         for line in doc.text.splitlines():
             line = line.strip()
             words = line.split()
-            if self.max_word_length != -1 and any(len(w) > self.max_word_length for w in words):
+            # a word over the limit needs a line over it
+            if (
+                self.max_word_length != -1
+                and len(line) > self.max_word_length
+                and any(len(w) > self.max_word_length for w in words)
+            ):
                 continue
             if self.remove_citations:
                 line = CITATION.sub("", line)
@@ -78,15 +76,23 @@ class C4Quality:
                 return Removal("curly_bracket", "character", "{")
             if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
                 continue
-            if self.min_num_sentences != -1:
-                sentences += count_sentences(line)
             kept.append(line)
+        joined = "\n".join(kept)
+        got = None
+        if self.min_num_sentences != -1 and kept:
+            got = splitter("en").split_ids(joined)  # datatrove's C4 counts English sentences
+            if got is None:  # a text the compiled split does not take: spaCy counts each line
+                sentences = sum(count_sentences(line) for line in kept)
+            else:
+                from datapipe.filters.sentences import count_lines
+
+                sentences = count_lines(kept, *got)
         if sentences < self.min_num_sentences:
             return Removal("too_few_sentences", "sentences", sentences, "<", self.min_num_sentences)
-        text = "\n".join(kept).strip()
+        text = joined.strip()
         if self.bad_words:
             bad = next((w for w in re.findall(r"\w+", text.lower()) if w in self.bad_words), None)
             if bad is not None:
                 return Removal("bad_words", "word", bad)
-        doc.text = text
+        doc.rewrite(text, got)  # the same words: the kept lines' words, split above
         return None

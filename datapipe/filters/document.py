@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 from datapipe.languages.spacy_words import splitter
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from datapipe.filters.wordindex import WordIndex
+    from datapipe.languages.chunk_ids import WordTable
     from datapipe.languages.words import Splitter
 
 
@@ -34,6 +37,16 @@ class FilterDoc:
         self._text = value
         for name in ("words_hold_spaces", "index"):
             self.__dict__.pop(name, None)
+
+    def rewrite(self, text: str, ids: tuple[np.ndarray, WordTable] | None = None) -> None:
+        """Set ``text`` (a rule that rewrites the document); ``ids``, when given, are its words as spaCy's English
+        rules split them (:meth:`~datapipe.languages.spacy_words.WordSplitter.split_ids`), kept as the new text's
+        words where this document is split by those rules, so a later rule does not split the text again."""
+        self.text = text
+        if ids is not None and self._words_by in (None, splitter("en")):
+            from datapipe.filters.wordindex import WordIndex
+
+            self.__dict__["index"] = WordIndex.from_ids(*ids)
 
     @property
     def words(self) -> list[str]:

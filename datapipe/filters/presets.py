@@ -1,16 +1,20 @@
 """Filter presets and their YAML overrides.
 
-=============  ==============================================================================================
-``refinedweb``  DCLM-Baseline's RefinedWeb reproduction: Gopher quality (50..100000 words, mean word length
-                3..10, '#'/ellipsis per word <= 0.1, bullet lines <= 0.9, ellipsis lines <= 0.3, >= 2 stop
-                words), Gopher repetition, then RefinedWeb's line modifiers and the 5% removed-words check
-``gopher``      Gopher quality (with the 80% alphabetic-words rule) and Gopher repetition
-``c4``          the C4 paper's line and document rules
-``fineweb``     FineWeb's line-level rules
-``none``        no heuristic filter (a URL blocklist may still apply)
-``fineweb2``    FineWeb-2's per-language rules (``fineweb2.py``): each document's language's thresholds, stop
-                words and word tokenizer; built per language (``language=``)
-=============  ==============================================================================================
+====================  ==========================================================================================
+``refinedweb``        DCLM-Baseline's RefinedWeb reproduction: Gopher quality (50..100000 words, mean word length
+                      3..10, '#'/ellipsis per word <= 0.1, bullet lines <= 0.9, ellipsis lines <= 0.3, >= 2
+                      stop words), Gopher repetition, then RefinedWeb's line modifiers and the 5% removed-words
+                      check
+``gopher``            Gopher quality (with the 80% alphabetic-words rule) and Gopher repetition
+``c4``                the C4 paper's line and document rules
+``fineweb``           FineWeb's line-level rules
+``fineweb_english``   FineWeb's English chain as its datatrove pipeline runs it: Gopher repetition, Gopher
+                      quality (with the 80% alphabetic-words rule), C4 quality without the terminal-punctuation
+                      line rule (its other line rules still rewrite the text), FineWeb's line-level rules
+``none``              no heuristic filter (a URL blocklist may still apply)
+``fineweb2``          FineWeb-2's per-language rules (``fineweb2.py``): each document's language's thresholds,
+                      stop words and word tokenizer; built per language (``language=``)
+====================  ==========================================================================================
 
 ``overrides`` sets any rule's threshold by its field name (``min_doc_words: 30``); a name no rule of the preset
 has is a configuration error naming the field.
@@ -41,6 +45,12 @@ PRESETS: dict[str, tuple[object, ...]] = {
     "gopher": (GopherQuality(), GopherRepetition()),
     "c4": (C4Quality(),),
     "fineweb": (FineWebQuality(),),
+    "fineweb_english": (
+        GopherRepetition(),
+        GopherQuality(),
+        C4Quality(filter_no_terminal_punct=False),
+        FineWebQuality(),
+    ),
     "none": (),
 }
 # presets whose rules depend on the document's language: language-script -> rules
