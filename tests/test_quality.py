@@ -219,8 +219,8 @@ def _fit_on_dirty_heap(conn, byte, train_file, seed, hyper, path):
 
 def test_training_does_not_depend_on_what_the_heap_held(tmp_path):
     """fastText reads memory it never initialized (``FASTTEXT_CHILD_ENV``): without the child's allocations zeroed,
-    these heaps made this training stop with "Encountered NaN" or give other models (which did varied with what
-    else the child had allocated); with them zeroed, every heap gives the model of a fresh process."""
+    these heaps made this training stop with "Encountered NaN" or give other models (which heap did which varied
+    with what else the child had allocated); with them zeroed, every heap gives the model of a fresh process."""
     from datapipe.quality.train import FASTTEXT_CHILD_ENV, train_in_fresh_process
     from datapipe.runtime.child import Child
 
