@@ -367,3 +367,56 @@ def test_the_page_part_falls_back_to_the_reference(
         got, pagetype._block_part_numpy(x, np.expm1(x[:, pagetype._CHARS].astype(np.float64)))
     )
     assert np.array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def _row_by_row(forest: model.Forest, x: np.ndarray) -> np.ndarray:
+    """Each row's scores alone (the few-rows path: every node of every tree walked, nothing folded)."""
+    return np.concatenate(
+        [
+            scoring.forest_scores(
+                x[r : r + 1].copy(), forest.nodes, forest.roots, forest.leaf_value, forest.classes
+            )
+            for r in range(len(x))
+        ]
+    )
+
+
+def test_a_pages_rows_score_as_each_alone(trees: list[LexborHTMLParser]) -> None:
+    """The block model's scores of a page's rows (the nodes on columns every row shares decided once, the trees
+    walked eight rows at a time) are each row's scored alone: on real pages, and on made rows whose shared columns
+    hold NaN (each node's default way), -0.0 beside 0.0 (not the same bits: not folded), and row counts around
+    eight."""
+    from datapipe.extract.analysis import _walked
+    from datapipe.extract.features import block_features
+    from datapipe.extract.pagetype import page_features
+
+    shipped = model.shipped()
+    forest = shipped.blocks.forest
+    seen = 0
+    for tree in trees:
+        a = _walked(tree)
+        x = block_features(a.blocks, a.containers, a.why, extra=7)
+        if len(x) < scoring.FEW_ROWS:
+            continue
+        page = shipped.page_types.probabilities(page_features("", list(a.declared), list(a.generators), x))[0]
+        x[:, x.shape[1] - 7 :] = page.astype(np.float32)
+        got = scoring.forest_scores(x, forest.nodes, forest.roots, forest.leaf_value, forest.classes)
+        assert np.array_equal(got, _row_by_row(forest, x))
+        seen += 1
+    assert seen >= 6
+    rng = np.random.default_rng(13)
+    width = int(forest.feature.max()) + 1
+    for n in (8, 9, 15, 16, 17, 40):
+        x = rng.normal(size=(n, width)).astype(np.float32)
+        shared = rng.random(width) < 0.5
+        x[:, shared] = x[0, shared]
+        x[:, rng.random(width) < 0.1] = np.nan
+        x[rng.random(x.shape) < 0.05] = np.nan
+        zero = np.flatnonzero(rng.random(width) < 0.1)
+        x[:, zero] = 0.0
+        x[::2, zero] = -0.0
+        got = scoring.forest_scores(x, forest.nodes, forest.roots, forest.leaf_value, forest.classes)
+        assert np.array_equal(got, _row_by_row(forest, x))
+    narrow = np.zeros((10, width - 1), dtype=np.float32)
+    with pytest.raises(ValueError):
+        scoring.forest_scores(narrow, forest.nodes, forest.roots, forest.leaf_value, forest.classes)
