@@ -116,14 +116,31 @@ def test_the_compiled_verdicts_leave_other_records_to_the_reference() -> None:
 
 
 def test_the_compiled_choice_is_the_reference() -> None:
+    """The same blocks kept: ties, floors, every length around numpy's blocks of 8 and 128 (the page's total in
+    its pairwise order), probabilities with far apart weights, and ``p`` as a column of a matrix (the block model's
+    output, strided in general)."""
     rng = np.random.default_rng(3)
-    for n in (0, 1, 2, 7, 40, 300):
+    for n in (0, 1, 2, 7, 8, 9, 40, 127, 128, 129, 300, 1100):
         weight = np.maximum(np.expm1(rng.random(n) * 5), 1.0)
-        for p in (rng.random(n), np.round(rng.random(n), 1), np.zeros(n), np.full(n, 0.5)):
-            for floor in (0.0, 0.1, 0.6):
-                want = model.choose(p, weight, floor)
-                got = scoring.choose(p, weight, floor)
-                assert got.dtype == want.dtype and got.tolist() == want.tolist()
+        wide = np.where(rng.random(n) < 0.2, weight * 1e9, weight)
+        probabilities = np.stack([rng.random(n), rng.random(n)], axis=1)
+        for p in (
+            rng.random(n),
+            np.round(rng.random(n), 1),
+            np.zeros(n),
+            np.full(n, 0.5),
+            probabilities[:, 1],
+        ):
+            for w in (weight, wide):
+                for floor in (0.0, 0.1, 0.6):
+                    want = model.choose(p, w, floor)
+                    got = scoring.choose(p, w, floor)
+                    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+                    why = [str(rng.choice(["", "name", "links", "short:3"])) for _ in range(n)]
+                    reasons = ["" if k else (r or "model") for k, r in zip(got.tolist(), why, strict=True)]
+                    assert scoring.kept_why(got, why) == reasons
+    with pytest.raises(ValueError):
+        scoring.kept_why(np.zeros(3, dtype=bool), ["", ""])
 
 
 def test_packed_thresholds_compare_as_the_models() -> None:

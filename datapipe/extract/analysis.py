@@ -136,10 +136,11 @@ def _learned(html: str | bytes, url: str, models: Models) -> Analysis:
     kind, score = models.page_types.classes[best], float(page[best])
     if not blocks:
         return replace(a, title=_title_element(tree), page_type=kind, page_type_score=score)
-    x[:, len(FEATURES) :] = page.astype(np.float32)
+    x[:, len(FEATURES) :] = page  # rounded to float32 as astype rounds it
     p = models.blocks.probabilities(x)[:, 0]
-    keep = _compiled()[1](p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
-    why = ["" if k else (w or "model") for k, w in zip(keep.tolist(), a.why, strict=True)]
+    _, choose, kept_why = _compiled()
+    keep = choose(p, np.maximum(np.expm1(x[:, _WORDS].astype(np.float64)), 1.0), models.blocks.floor)
+    why = kept_why(keep, a.why)  # ["" if k else (w or "model") for k, w in zip(keep.tolist(), a.why)]
     top = _headline_of(blocks, why)
     # the <title> element is read only where no <h1> heads the page (a CSS query: not on every page)
     named = _title_element(tree) if top is None else None
@@ -189,15 +190,18 @@ def _walked(tree: LexborHTMLParser) -> Analysis:
 
 @functools.cache
 def _compiled() -> tuple[
-    Callable[[list[Block], list[Container]], list[str]], Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+    Callable[[list[Block], list[Container]], list[str]],
+    Callable[[np.ndarray, np.ndarray, float], np.ndarray],
+    Callable[[np.ndarray, list[str]], list[str]],
 ]:
-    """The compiled rules' verdicts and block choice (:func:`datapipe.extract.verdicts.decide`,
-    :func:`datapipe.extract.scoring.choose`; the references are :func:`datapipe.extract.rules.decide` and
-    :func:`datapipe.extract.model.choose`), loaded once: built with the walk by ``python -m datapipe.extract.build``."""
-    from datapipe.extract.scoring import choose
+    """The compiled rules' verdicts, block choice and the reasons after it (:func:`datapipe.extract.verdicts.decide`,
+    :func:`datapipe.extract.scoring.choose`, :func:`datapipe.extract.scoring.kept_why`; the references are
+    :func:`datapipe.extract.rules.decide`, :func:`datapipe.extract.model.choose` and the comprehension beside its
+    call), loaded once: built with the walk by ``python -m datapipe.extract.build``."""
+    from datapipe.extract.scoring import choose, kept_why
     from datapipe.extract.verdicts import decide
 
-    return decide, choose
+    return decide, choose, kept_why
 
 
 def _headline_of(blocks: list[Block], why: list[str]) -> int | None:
