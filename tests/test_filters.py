@@ -578,16 +578,87 @@ def test_ngram_counts_equal_datatrove(words):
             assert index.top_chars(n) == find_top_duplicate(get_n_grams(words, n))
     for n in range(5, 11):
         assert index.duplicate_chars(n) == find_all_duplicate(words, n)
+    # every rule in one call: the first whose share is over its fraction, as the rules are asked one by one
+    length = max(1, len("".join(words)) + len(words) // 2)
+    top = ((2, 0.2), (3, 0.18), (4, 0.16))
+    expected = next(
+        (
+            (r, find_top_duplicate(get_n_grams(words, n)))
+            for r, (n, frac) in enumerate(top)
+            if len(words) >= n and find_top_duplicate(get_n_grams(words, n)) / length > frac
+        ),
+        (-1, 0),
+    )
+    assert index.first_top(top, length) == expected
+    dup = tuple((n, 0.25 - n / 100) for n in range(5, 11))
+    expected = next(
+        (
+            (r, find_all_duplicate(words, n))
+            for r, (n, frac) in enumerate(dup)
+            if find_all_duplicate(words, n) / length > frac
+        ),
+        (-1, 0),
+    )
+    assert index.first_duplicate(dup, length) == expected
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\n", "\t", "\r", "\u00a0", "é"]), max_size=40))
-def test_paragraph_and_line_splits_equal_datatroves_regexes(text):
-    import re
+def _line_stats_by_python(text: str) -> list[int]:
+    """datatrove's own splits and counts (Gopher repetition's and Gopher quality's), in textstats' order."""
+    from datatrove.pipeline.filters.gopher_repetition_filter import find_duplicates
 
-    from datapipe.filters.gopher import split_paragraphs_and_lines
+    paragraphs = re.split(r"\n{2,}", text.strip())
+    lines = re.split("\n+", text)
+    split = text.splitlines()
+    return [
+        len(paragraphs),
+        *find_duplicates(paragraphs),
+        len(lines),
+        *find_duplicates(lines),
+        len(split),
+        sum(s.lstrip().startswith("•") or s.lstrip().startswith("-") for s in split),
+        sum(s.rstrip().endswith("...") or s.rstrip().endswith("…") for s in split),
+        text.count("#"),
+        text.count("...") + text.count("…"),
+    ]
 
-    assert split_paragraphs_and_lines(text) == (re.split(r"\n{2,}", text.strip()), re.split("\n+", text))
+
+LINE_ALPHABET = [
+    "a",
+    "b",
+    " ",
+    "\n",
+    "\n",
+    "\t",
+    "\r",
+    "\u00a0",
+    "é",
+    ".",
+    "…",
+    "#",
+    "•",
+    "-",
+    "\x85",
+    "\u2028",
+    "\x0b",
+]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(LINE_ALPHABET), max_size=60))
+def test_line_stats_equal_datatroves_splits(text):
+    """One compiled walk gives what datatrove's regex splits, sets of strings and per-line loops give."""
+    from datapipe.filters.textstats import line_stats
+
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    assert line_stats(codes).tolist() == _line_stats_by_python(text)
+
+
+def test_line_stats_on_fixture_texts(fixture_texts):
+    from datapipe.filters.textstats import line_stats
+
+    for text in fixture_texts[::4]:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        assert line_stats(codes).tolist() == _line_stats_by_python(text)
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 
+from datapipe.filters import textstats
 from datapipe.filters.document import FilterDoc
 from datapipe.runtime.evidence import Removal
 
@@ -30,7 +30,6 @@ class GopherQuality:
     stop_words: tuple[str, ...] = STOP_WORDS
 
     def __call__(self, doc: FilterDoc) -> str | None:
-        text = doc.text
         n_words = len(doc.index)
         if n_words == 0:
             return Removal("gopher_short_doc", "words", 0)
@@ -50,36 +49,39 @@ class GopherQuality:
                 return Removal(
                     "gopher_above_avg_threshold", "mean_word_length", avg, ">", self.max_avg_word_length
                 )
-        if self.max_symbol_word_ratio and (hashes := text.count("#") / n_words) > self.max_symbol_word_ratio:
+        if (
+            self.max_symbol_word_ratio
+            and (hashes := int(doc.stats[textstats.HASHES]) / n_words) > self.max_symbol_word_ratio
+        ):
             return Removal(
                 "gopher_too_many_hashes", "hashes_per_word", hashes, ">", self.max_symbol_word_ratio
             )
         if (
             self.max_symbol_word_ratio
-            and (dots := (text.count("...") + text.count("…")) / n_words) > self.max_symbol_word_ratio
+            and (dots := int(doc.stats[textstats.ELLIPSES]) / n_words) > self.max_symbol_word_ratio
         ):
             return Removal(
                 "gopher_too_many_ellipsis", "ellipses_per_word", dots, ">", self.max_symbol_word_ratio
             )
-        lines = text.splitlines()
-        if lines:
+        stats = doc.stats  # str.splitlines's lines, from the compiled walk
+        if n_lines := int(stats[textstats.SPLITLINES]):
             if self.max_bullet_lines_ratio:
-                bullets = sum(s.lstrip().startswith(("•", "-")) for s in lines)
-                if bullets / len(lines) > self.max_bullet_lines_ratio:
+                bullets = int(stats[textstats.BULLET_LINES])
+                if bullets / n_lines > self.max_bullet_lines_ratio:
                     return Removal(
                         "gopher_too_many_bullets",
                         "bullet_lines_share",
-                        bullets / len(lines),
+                        bullets / n_lines,
                         ">",
                         self.max_bullet_lines_ratio,
                     )
             if self.max_ellipsis_lines_ratio:
-                ellipsis = sum(s.rstrip().endswith(("...", "…")) for s in lines)
-                if ellipsis / len(lines) > self.max_ellipsis_lines_ratio:
+                ellipsis = int(stats[textstats.ELLIPSIS_LINES])
+                if ellipsis / n_lines > self.max_ellipsis_lines_ratio:
                     return Removal(
                         "gopher_too_many_end_ellipsis",
                         "ellipsis_lines_share",
-                        ellipsis / len(lines),
+                        ellipsis / n_lines,
                         ">",
                         self.max_ellipsis_lines_ratio,
                     )
@@ -96,25 +98,6 @@ class GopherQuality:
         if self.min_stop_words and (stops := doc.index.present(self.stop_words)) < self.min_stop_words:
             return Removal("gopher_enough_stop_words", "stop_words", stops, "<", self.min_stop_words)
         return None
-
-
-def split_paragraphs_and_lines(text: str) -> tuple[list[str], list[str]]:
-    """``(re.split(r"\n{2,}", text.strip()), re.split("\n+", text))``, the way datatrove splits them, from one
-    ``str.split``: a run of k newlines leaves k - 1 empty pieces between two lines (~3x faster than the regexes)."""
-    parts = text.split("\n")
-    lines = parts if len(parts) < 3 else [parts[0], *filter(None, parts[1:-1]), parts[-1]]
-    body = text.strip()
-    if body is not text:
-        parts = body.split("\n")
-    # an empty piece is inside a run of two or more newlines (the stripped text neither starts nor ends with one)
-    paragraphs, start = [], 0
-    for i, part in enumerate(parts):
-        if not part:
-            if start < i:
-                paragraphs.append("\n".join(parts[start:i]))
-            start = i + 1
-    paragraphs.append("\n".join(parts[start:]))
-    return paragraphs, lines
 
 
 def top_joined_chars(words: list[str], n: int) -> int:
@@ -156,11 +139,13 @@ class GopherRepetition:
         text = doc.text
         if not text:
             return Removal("empty", "chars", 0)
-        paragraphs, lines = split_paragraphs_and_lines(text)
-        n_dup, chars = repeated_elements(paragraphs)
-        if self.dup_para_frac and n_dup / len(paragraphs) > self.dup_para_frac:
+        stats = doc.stats  # paragraphs and lines, split as datatrove splits them, from the compiled walk
+        n_para, n_dup, chars = (
+            int(x) for x in stats[textstats.PARAGRAPHS : textstats.DUP_PARAGRAPH_CHARS + 1]
+        )
+        if self.dup_para_frac and n_dup / n_para > self.dup_para_frac:
             return Removal(
-                "dup_para_frac", "repeated_paragraphs_share", n_dup / len(paragraphs), ">", self.dup_para_frac
+                "dup_para_frac", "repeated_paragraphs_share", n_dup / n_para, ">", self.dup_para_frac
             )
         if self.dup_para_char_frac and chars / len(text) > self.dup_para_char_frac:
             return Removal(
@@ -170,11 +155,9 @@ class GopherRepetition:
                 ">",
                 self.dup_para_char_frac,
             )
-        n_dup, chars = repeated_elements(lines)
-        if self.dup_line_frac and n_dup / len(lines) > self.dup_line_frac:
-            return Removal(
-                "dup_line_frac", "repeated_lines_share", n_dup / len(lines), ">", self.dup_line_frac
-            )
+        n_lines, n_dup, chars = (int(x) for x in stats[textstats.LINES : textstats.DUP_LINE_CHARS + 1])
+        if self.dup_line_frac and n_dup / n_lines > self.dup_line_frac:
+            return Removal("dup_line_frac", "repeated_lines_share", n_dup / n_lines, ">", self.dup_line_frac)
         if self.dup_line_char_frac and chars / len(text) > self.dup_line_char_frac:
             return Removal(
                 "dup_line_char_frac",
@@ -184,13 +167,22 @@ class GopherRepetition:
                 self.dup_line_char_frac,
             )
         index = doc.index
-        # datatrove compares top n-grams as words joined by spaces: where a word holds a space (pyvi's Vietnamese
-        # "kiểm tra"), two different splits can join to one string, so those documents count joined strings
-        top = partial(top_joined_chars, doc.words) if doc.words_hold_spaces else index.top_chars
-        for n, frac in self.top_n_grams:
-            if len(index) >= n and (share := top(n) / len(text)) > frac:
-                return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", share, ">", frac)
-        for n, frac in self.dup_n_grams:
-            if (share := index.duplicate_chars(n) / len(text)) > frac:
+        if doc.words_hold_spaces:
+            # datatrove compares top n-grams as words joined by spaces: where a word holds a space (pyvi's
+            # Vietnamese "kiểm tra"), two different splits can join to one string, so those documents count
+            # joined strings
+            for n, frac in self.top_n_grams:
+                if len(index) >= n and (share := top_joined_chars(doc.words, n) / len(text)) > frac:
+                    return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", share, ">", frac)
+        elif self.top_n_grams:  # every top n-gram rule in one compiled call
+            r, chars = index.first_top(self.top_n_grams, len(text))
+            if r >= 0:
+                n, frac = self.top_n_grams[r]
+                return Removal(f"top_{n}_gram", f"top_{n}_gram_chars_share", chars / len(text), ">", frac)
+        if self.dup_n_grams:
+            r, chars = index.first_duplicate(self.dup_n_grams, len(text))
+            if r >= 0:
+                n, frac = self.dup_n_grams[r]
+                share = chars / len(text)
                 return Removal(f"duplicated_{n}_n_grams", f"repeated_{n}_gram_chars_share", share, ">", frac)
         return None

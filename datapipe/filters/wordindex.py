@@ -8,6 +8,7 @@ the e2e benchmark's pages took ~1 s of the filter stage's ~6 CPU s; these walks 
 from __future__ import annotations
 
 from collections import Counter
+from functools import cache
 
 import numpy as np
 from datatrove.utils.text import PUNCTUATION_SET
@@ -39,7 +40,7 @@ class WordIndex:
         self._table: WordTable | None = None
         self.lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         self.ends = np.cumsum(self.lengths)
-        self.codes = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+        self._codes: np.ndarray | None = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
         self._ids: np.ndarray | None = None
         self._prefix: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -50,13 +51,23 @@ class WordIndex:
         self._words, self._table = None, table
         self.lengths = table.lengths[ids]
         self.ends = np.cumsum(self.lengths)
-        self.codes = gather(table.codes, table.starts, ids)
+        self._codes = (
+            None  # gathered when a rule reads characters (a document the top n-grams remove never does)
+        )
         self._ids = ids
         self._prefix = None
         return self
 
     def __len__(self) -> int:
         return len(self.ends)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """The words' code points, one word after another (UTF-32)."""
+        if self._codes is None:
+            assert self._table is not None and self._ids is not None
+            self._codes = gather(self._table.codes, self._table.starts, self._ids)
+        return self._codes
 
     @property
     def words(self) -> list[str]:
@@ -103,6 +114,20 @@ class WordIndex:
         chars = int(self.lengths[start : start + n].sum()) + n - 1
         return chars * int(best)
 
+    def first_top(self, rules: tuple[tuple[int, float], ...], text_len: int) -> tuple[int, int]:
+        """The first of ``rules`` (n, fraction) whose top n-gram covers more than that fraction of ``text_len``
+        characters, and those characters (:meth:`top_chars`), from one compiled call; (-1, 0) when none does."""
+        ns, fracs = _rule_arrays(rules)
+        r, chars = _first_top(self.ids, self.lengths, ns, fracs, text_len)
+        return int(r), int(chars)
+
+    def first_duplicate(self, rules: tuple[tuple[int, float], ...], text_len: int) -> tuple[int, int]:
+        """The first of ``rules`` (n, fraction) whose repeated n-grams cover more than that fraction of
+        ``text_len`` characters, and those characters (:meth:`duplicate_chars`); (-1, 0) when none does."""
+        ns, fracs = _rule_arrays(rules)
+        r, chars = _first_duplicate(self.codes, self.ends, ns, fracs, text_len)
+        return int(r), int(chars)
+
     def duplicate_chars(self, n: int) -> int:
         """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
         if len(self) - n + 1 <= 1:
@@ -111,6 +136,11 @@ class WordIndex:
             self._prefix = _prefix_hashes(self.codes)
         prefix, inverse = self._prefix
         return int(_duplicate_chars(self.codes, self.ends, n, prefix, inverse))
+
+
+@cache
+def _rule_arrays(rules: tuple[tuple[int, float], ...]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([n for n, _ in rules], dtype=np.int64), np.array([f for _, f in rules], dtype=np.float64)
 
 
 _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
@@ -266,3 +296,33 @@ def _present(ids, wanted):  # pragma: no cover - compiled
                 if left == 0:
                     return len(wanted)
     return len(wanted) - left
+
+
+@kernel
+def _first_top(ids, lengths, ns, fracs, text_len):  # pragma: no cover - compiled
+    """(first rule r whose top ns[r]-gram's characters / text_len > fracs[r], those characters), else (-1, 0)."""
+    for r in range(len(ns)):
+        n = ns[r]
+        if len(ids) >= n:
+            best, start = _top_ngram(ids, n)
+            chars = n - 1
+            for k in range(start, start + n):
+                chars += lengths[k]
+            if chars * best / text_len > fracs[r]:
+                return r, chars * best
+    return -1, 0
+
+
+@kernel
+def _first_duplicate(codes, ends, ns, fracs, text_len):  # pragma: no cover - compiled
+    """(first rule r whose repeated ns[r]-grams' characters / text_len > fracs[r], those characters), else
+    (-1, 0); the prefix hashes made once for all n."""
+    prefix, inverse = _prefix_hashes(codes)
+    for r in range(len(ns)):
+        n = ns[r]
+        chars = 0
+        if len(ends) - n + 1 > 1:
+            chars = _duplicate_chars(codes, ends, n, prefix, inverse)
+        if chars / text_len > fracs[r]:
+            return r, chars
+    return -1, 0
