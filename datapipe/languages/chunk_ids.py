@@ -367,6 +367,27 @@ def _in_order(out, where, sizes):  # pragma: no cover - compiled
     return got
 
 
+@kernel
+def _set_runs(out, where, sizes, first, ids, offsets, counts):  # pragma: no cover - compiled
+    """:meth:`Interned.set_runs` of :func:`_in_order`'s ids and ``sizes`` in one pass: chunk ``first + c``'s ids
+    are ``out[where[c]:][:sizes[c]]``, written after the memo's ids. False (nothing written) when the memo's ids
+    have no room for them (the caller grows it and calls again)."""
+    total = 0
+    for c in range(len(sizes)):
+        total += sizes[c]
+    q = counts[2]
+    if q + total > len(ids):
+        return False
+    for c in range(len(sizes)):
+        w = where[c]
+        for i in range(sizes[c]):
+            ids[q + i] = out[w + i]
+        q += sizes[c]
+        offsets[first + 1 + c] = q
+    counts[2] = q
+    return True
+
+
 class ChunkIds:
     """``split(text)``: the ids of ``text``'s words in a :class:`WordTable` (with the table), the words of each
     chunk of ``text.split()`` being ``words_of([chunk])[0]``; None for a text with a lone surrogate or over
@@ -385,11 +406,26 @@ class ChunkIds:
         self._memo_size = memo_size
         self._max_chars = max_chars
         self._program = program
+        self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._start_over()
 
     def _start_over(self) -> None:
         self.table = WordTable()
         self._memo = Interned()
+
+    def _places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The compiled tiers' places for a chunk of up to :data:`MAX_CHUNK_BYTES` (code points, their bytes'
+        places, token spans, the affix searches' scratch), made once: per text they cost more than the split
+        of a few new chunks (np.empty untouched holds no memory)."""
+        if self._scratch is None:
+            n = MAX_CHUNK_BYTES + 1
+            self._scratch = (
+                np.empty(n, dtype=np.int64),
+                np.empty(n, dtype=np.int64),
+                np.empty((n, 2), dtype=np.int64),
+                np.empty(scratch_size(n), dtype=np.int64),
+            )
+        return self._scratch
 
     def split(self, text: str) -> tuple[np.ndarray, WordTable] | None:
         raw = utf8_within(text, self._max_chars)
@@ -411,37 +447,33 @@ class ChunkIds:
         try:
             k = scan_growing(memo, scan, len(data), lambda i: len(data) - i)
             if int(memo.counts[0]) > first:
-                memo.set_runs(first, *self._new_words(first))
+                self._new_words(first)
         except BaseException:
             self._start_over()  # chunks added without their words must not stay in the memo
             raise
         return gather(memo.ids, memo.offsets, chunk_u[:k]), self.table
 
-    def _new_words(self, first: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ids of the words of the memo's chunks from ``first`` on, one chunk after another, and how many each
-        has: by the compiled tiers where there are some, the rest by ``words_of``."""
+    def _new_words(self, first: int) -> None:
+        """The ids of the words of the memo's chunks from ``first`` on, set as their runs in the memo: by the
+        compiled tiers where there are some, the rest by ``words_of``."""
         memo, table, program = self._memo, self.table, self._program
         added = int(memo.counts[0])
         if program is None:
             chunks = [chunk.decode("utf-8") for chunk in memo.tokens_since(first)]
-            return table.runs(self._words_of(chunks))
-        bounds = memo.starts[first : added + 1]
-        longest = min(int(np.diff(bounds).max()), MAX_CHUNK_BYTES) + 1
-        points, pos = np.empty(longest, dtype=np.int64), np.empty(longest, dtype=np.int64)
-        spans, scratch = (
-            np.empty((longest, 2), dtype=np.int64),
-            np.empty(scratch_size(longest), dtype=np.int64),
-        )
+            memo.set_runs(first, *table.runs(self._words_of(chunks)))
+            return
+        points, pos, spans, scratch = self._places()
         # a word is at least a byte: room for every chunk's words, and for those the Python tiers give after them
-        out = np.empty(2 * int(bounds[-1] - bounds[0]) + 1, dtype=np.int32)
+        out = np.empty(2 * int(memo.starts[added] - memo.starts[first]) + 1, dtype=np.int32)
         where, sizes = np.zeros(added - first, dtype=np.int64), np.zeros(added - first, dtype=np.int64)
         urls = np.full(added - first, -1, dtype=np.int64)
+        alpha = letters()
 
         def run(todo: np.ndarray, k: int) -> int:
             j, grown = 0, -1
             while True:
                 j, k = _words_of_chunks(
-                    memo.starts, memo.arena, first, todo, j, program.arrays, program.vm, letters(), urls, *table.arrays(),
+                    memo.starts, memo.arena, first, todo, j, program.arrays, program.vm, alpha, urls, *table.arrays(),
                     points, pos, spans, scratch, out, k, where, sizes,
                 )  # fmt: skip
                 if j == len(todo):
@@ -449,9 +481,30 @@ class ChunkIds:
                 if j == grown:  # never (the table was just grown for the longest chunk), but must not spin
                     raise RuntimeError("chunk_ids: no room made in the table of words for a chunk's words")
                 grown = j
-                table.reserve(len(table) + 1024, longest)
+                table.reserve(len(table) + 1024, MAX_CHUNK_BYTES + 1)
 
         k = run(np.arange(added - first), 0)
+        if sizes.min() < 0:  # chunks the compiled tiers asked about or declined (few texts have one)
+            out = self._rest(first, added, out, where, sizes, urls, run, k)
+        while not _set_runs(out, where, sizes, first, memo.ids, memo.offsets, memo.counts):
+            memo.reserve(0, 0, int(sizes.sum()))
+
+    def _rest(
+        self,
+        first: int,
+        added: int,
+        out: np.ndarray,
+        where: np.ndarray,
+        sizes: np.ndarray,
+        urls: np.ndarray,
+        run: Callable[[np.ndarray, int], int],
+        k: int,
+    ) -> np.ndarray:
+        """The chunks :meth:`_new_words`' compiled pass left: those whose middle the URL pattern decides (asked
+        of ``re``, then split again) and those declined (split by ``words_of``, their ids after the others'
+        ``k``). Returns ``out``, grown where it had no room for them."""
+        memo, table, program = self._memo, self.table, self._program
+        assert program is not None
         ask = np.flatnonzero(sizes == ASK_URL)
         if len(ask):
             arena, base = memo.arena, memo.starts[first:added]
@@ -469,4 +522,4 @@ class ChunkIds:
             out[k : k + len(ids)] = ids
             where[declined] = k + np.concatenate(([0], np.cumsum(counts)[:-1]))
             sizes[declined] = counts
-        return _in_order(out, where, sizes), sizes
+        return out
