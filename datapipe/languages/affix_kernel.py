@@ -41,6 +41,7 @@ the Python one on every fixture chunk, on every code point and on generated chun
 
 from __future__ import annotations
 
+import contextlib
 import re
 from functools import cache
 from re import _constants as sre_c  # type: ignore[attr-defined]  # no stub: the parse-tree opcodes
@@ -319,7 +320,14 @@ class _Builder:
             )
         self.edges.append((piece, -1, edges[0], edges[1]))
         longest = -1 if high >= sre_c.MAXREPEAT else high
-        self.rows.append((VM, 0, 0, -1, 0, 0, 0, -1, start, longest))
+        # characters of which every match holds one (Greek's hyphenated words: "-"): a string without any is not
+        # searched (a program tried at each start of a word cost ~2 us a Greek chunk); a class's bit, or -1
+        needs = -1
+        required = _required_in(source, flags)
+        if required is not None:
+            with contextlib.suppress(Unsupported):  # no bit left: the piece is searched everywhere
+                needs = self.cls(np.array(sorted(ord(c) for c in required if ord(c) < TABLE_END), np.int64))
+        self.rows.append((VM, 0, 0, -1, 0, 0, 0, needs, start, longest))
 
     def vm_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The programs' rows, their classes' bits per code point, and the prefix pieces without ``^``."""
@@ -429,6 +437,11 @@ def _digest(text: str) -> str:
 
 
 def _required_chars(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """:func:`_required_in` of a compiled pattern."""
+    return _required_in(pattern.pattern, pattern.flags)
+
+
+def _required_in(source: str, flags: int) -> frozenset[str] | None:
     """Characters of which every match of ``pattern`` holds one, or None when the parse tree does not say.
 
     A language's ``token_match`` is asked of every string spaCy's affix loop looks at; the compiled tier cannot
@@ -436,7 +449,7 @@ def _required_chars(pattern: re.Pattern[str]) -> frozenset[str] | None:
     the space, its hyphenated and elided words) and splits the others as spaCy does, without the token match
     (which matches none of their pieces). Under ``IGNORECASE`` only characters that no other character matches
     case-insensitively count."""
-    tree = sre_parse.parse(pattern.pattern, pattern.flags)
+    tree = sre_parse.parse(source, flags)
     fold = bool(tree.state.flags & re.IGNORECASE)
 
     def required(items: Any) -> frozenset[str] | None:
@@ -713,6 +726,15 @@ def _in(mask, c, cls):  # pragma: no cover - compiled
 
 
 @leaf
+def _holds(mask, codes, lo, hi, cls):  # pragma: no cover - compiled
+    """Whether a code point of ``[lo, hi)`` is in class ``cls``."""
+    for i in range(lo, hi):  # noqa: SIM110 - a loop compiles, any() over a generator does not
+        if _in(mask, codes[i], cls):
+            return True
+    return False
+
+
+@leaf
 def _behind_ok(codes, lo, pos, pieces, p, lb, mask):  # pragma: no cover - compiled
     n = pieces[p, 2]
     if pos - lo < n:
@@ -860,6 +882,8 @@ def _match(
     program can match nothing, and ``min_end`` holds it to a match that ends there or later."""
     kind = pieces[p, 0]
     if kind == VM:
+        if pieces[p, 7] >= 0 and not _holds(mask, codes, pos, hi, pieces[p, 7]):
+            return -1  # none of the characters every match holds
         return _vm(vprog, vmask, codes, lo, hi, pieces[p, 8], pos, stack, top, min_end)
     if not _behind_ok(codes, lo, pos, pieces, p, lb, mask):
         return -1
@@ -900,7 +924,10 @@ def _leftmost_to_end(
         kind == VM
     ):  # each start from the leftmost the piece's longest match allows (its program ends in ``$``)
         longest = pieces[p, 9]
-        for s in range(lo if longest < 0 else max(lo, hi - longest), hi):
+        first = lo if longest < 0 else max(lo, hi - longest)
+        if pieces[p, 7] >= 0 and not _holds(mask, codes, first, hi, pieces[p, 7]):
+            return hi  # none of the characters every match holds
+        for s in range(first, hi):
             e = _vm(vprog, vmask, codes, lo, hi, pieces[p, 8], s, stack, top, s)
             if e == -2:
                 return -1
