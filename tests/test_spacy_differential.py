@@ -177,3 +177,19 @@ def test_the_benchmark_corpus_splits_as_spacy_splits_it(skip: int) -> None:
             got = splitter.split_ids(d.text)
             words = splitter.split(d.text) if got is None else got[1].texts(got[0])
             assert words == spacy_words(code, d.text), d.id
+
+
+@pytest.mark.parametrize("code", ["ru", "es", "id", "el"])
+def test_special_cases_across_a_space_are_found_as_by_asking_each(code: str) -> None:
+    """A text goes to spaCy whole when it holds a special case that spans a space; the cases are looked for under
+    a piece they share (:func:`datapipe.languages.spacy_words._by_shared_piece`), which must find exactly what
+    asking for each case finds: every case alone, in a text, cut short, and its pieces without the case."""
+    splitter = WordSplitter(code)
+    cases = splitter._spaced
+    assert cases and sorted(s for _, group in splitter._spaced_by_piece for s in group) == sorted(cases)
+    texts = (
+        [f"и {s} y" for s in cases] + [s[:-1] for s in cases] + [" ".join(reversed(s.split())) for s in cases]
+    )
+    texts += ["\n".join(chunk for s in cases for chunk in s.split()), ""]
+    for text in texts:
+        assert splitter._holds_spaced(text) == any(s in text for s in cases), text

@@ -146,6 +146,7 @@ class WordSplitter:
         # special cases that span whitespace (Spanish "EE. UU."): spaCy merges their tokens across chunks, so a
         # text that holds one is tokenized by spaCy whole
         self._spaced = tuple(sorted(s for s in (tok.rules or ()) if any(ch.isspace() for ch in s.strip())))
+        self._spaced_by_piece = _by_shared_piece(self._spaced)
         # every word is a piece of a whitespace-separated chunk, unless a text goes to spaCy whole for such a case
         self.spaceless = not self._spaced
         self._memo: dict[str, tuple[str, ...]] = {}
@@ -305,8 +306,14 @@ class WordSplitter:
             got.update(self._with_spacy(sorted(set(hard))))
         return [got[c] for c in chunks]
 
+    def _holds_spaced(self, text: str) -> bool:
+        """``any(s in text for s in self._spaced)``, asking first for a piece that several cases share (Russian's
+        91 cases: 15 pieces, 5x less time over its benchmark pages): a case is in a text only where each of its
+        pieces is."""
+        return any(piece in text and any(s in text for s in cases) for piece, cases in self._spaced_by_piece)
+
     def split(self, text: str) -> list[str]:
-        if self._spaced and any(s in text for s in self._spaced):
+        if self._spaced and self._holds_spaced(text):
             return [t for t in (tok.text.strip() for tok in self._tokenizer(text)) if t]
         chunks = text.split()
         memo = self._memo
@@ -322,7 +329,7 @@ class WordSplitter:
         """``split(text)`` as ids in a table of words (:mod:`datapipe.languages.chunk_ids`), for the rules that
         count over every word; None for a text that ``split`` alone takes (a special case spanning white space,
         a lone surrogate, over a million characters)."""
-        if self._spaced and any(s in text for s in self._spaced):
+        if self._spaced and self._holds_spaced(text):
             return None
         if self._ids is None:
             from datapipe.languages.chunk_ids import ChunkIds  # compiled code: only the filters need it
@@ -332,6 +339,26 @@ class WordSplitter:
 
 
 _DIGIT = re.compile(r"\d")
+
+
+def _by_shared_piece(cases: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The cases grouped under a piece of each (a part between its spaces) that many of them share, of three
+    characters or more where a case has one (a piece of one letter is in nearly every text): chosen greedily,
+    the piece that the most cases left hold first."""
+    left = set(cases)
+    out = []
+    while left:
+        counts: dict[str, int] = {}
+        for s in left:
+            pieces = set(s.split())
+            long = {p for p in pieces if len(p) >= 3} or {max(pieces, key=len)}
+            for p in long:
+                counts[p] = counts.get(p, 0) + 1
+        piece = max(sorted(counts), key=lambda p: (counts[p], len(p)))
+        group = tuple(sorted(s for s in left if piece in s.split()))
+        out.append((piece, group))
+        left.difference_update(group)
+    return tuple(out)
 
 
 @cache
