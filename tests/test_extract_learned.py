@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -229,3 +230,100 @@ def test_text_statistics_of_every_character() -> None:
     got = text_stats(texts)
     for row, text in zip(got.tolist(), texts, strict=True):
         assert row == pytest.approx(_stats_reference(text), rel=1e-6), text[:20]
+
+
+# URLs whose parts urlsplit finds in its corners: ports, userinfo, case, empty parts, fragments before and after a
+# query, no scheme, schemes of every allowed character, brackets, percent signs, spaces, tabs, non-ASCII
+URLS = [
+    "",
+    "https://www.example.com/",
+    "https://www.example.com",
+    "http://Forum.Example.CO.uk:8080/Threads/123-title.html?page=2#post-9",
+    "https://user:pw@docs.example.org/a/b/",
+    "https://docs.example.org/a@b/c",
+    "https://shop.example.com/p/?",
+    "https://shop.example.com/p/#?x",
+    "https://shop.example.com/p?x#y?z",
+    "https://shop.example.com?x=1",
+    "https://shop.example.com#frag",
+    "http:///path/only",
+    "//example.com/no/scheme",
+    "example.com:8080/x",
+    "hard::100noticias.com-millones.html",
+    "a+b-c.d://host.example/x",
+    "1http://host/x",
+    "https://[::1]:8080/x",
+    "https://host]/x",
+    "https://ho%41st.example/x",
+    " https://lead.example/x",
+    "https://tab.exa\tmple/x\n",
+    "https://bücher.example/kategorie/2024/",
+    "https://example.com/caf\u00e9/\u00b2",
+    "https://forum.community.example.com/t/42",
+    "https://support.help.example/answers",
+    "HTTPS://WWW.EXAMPLE.COM/BLOG/2019/05/POST",
+    "https://example.com/x.php",
+    "mailto:someone@example.com",
+    "https://example.com:/x",
+]
+
+
+def _url_part_reference(url: str) -> list[float]:
+    """pagetype._url_part as it was written first (urlsplit for every URL, each host word tested in turn)."""
+    import math
+    from urllib.parse import urlsplit
+
+    from datapipe.extract import pagetype
+
+    words = [0.0] * len(pagetype.URL_WORDS)
+    host = [0.0] * len(pagetype._HOST_WORDS)
+    if not url:
+        return words + host + [0.0] * 6 + [0.0]
+    parts = urlsplit(url)
+    path = (parts.path or "/").lower()
+    segments = [s for s in path.split("/") if s]
+    for tok in pagetype._SPLIT.split(path):
+        i = pagetype._URL_INDEX.get(tok)
+        if i is not None:
+            words[i] = 1.0
+    labels = (parts.hostname or "").split(".")
+    inner = labels[:-2]
+    for j, w in enumerate(pagetype._HOST_WORDS):
+        if w in inner or (labels and labels[0] == w):
+            host[j] = 1.0
+    numbers = sum(any(ch.isdigit() for ch in s) for s in segments)
+    last = segments[-1] if segments else ""
+    end = last.endswith((".html", ".htm", ".php", ".aspx"))
+    year = pagetype._YEAR.search(path)
+    tail = [float(len(segments)), 1.0 if parts.query else 0.0, float(numbers), 1.0 if year else 0.0]
+    return words + host + tail + [1.0 if end else 0.0, math.log1p(len(last)), 1.0]
+
+
+def test_the_url_features_are_urlsplits() -> None:
+    """A URL's parts read by one match where it is plain are urlsplit's (its path, query and host name), and the
+    URL features the same as the first version's, on URLs in urlsplit's corners and on the fixture pages'."""
+    from urllib.parse import urlsplit
+
+    from datapipe.extract import pagetype
+
+    urls = list(URLS)
+    for path in sorted((Path(__file__).parent / "fixtures" / "wcxb").glob("*.json")):
+        urls.append(json.loads(path.read_text(encoding="utf-8")).get("url") or "")
+
+    def outcome(f: Callable[[str], object], url: str) -> object:
+        try:
+            return f(url)
+        except ValueError as e:  # urlsplit refuses a bracket without its pair: so must this
+            return type(e)
+
+    def split(url: str) -> tuple[str, str, str]:
+        parts = urlsplit(url)
+        return parts.path, parts.query, parts.hostname or ""
+
+    fast = 0
+    for url in urls:
+        assert outcome(pagetype._url_part, url) == outcome(_url_part_reference, url), url
+        if url:
+            assert outcome(pagetype._split_url, url) == outcome(split, url), url
+            fast += pagetype._SIMPLE_URL.match(url) is not None
+    assert fast >= 15
