@@ -170,3 +170,28 @@ def test_the_kept_text_keeps_its_words():
     doc = FilterDoc(text)
     assert C4Quality(filter_no_terminal_punct=False)(doc) is None
     assert doc.words == FilterDoc(doc.text).words
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Lor[2]em ipsum dolor sit amet, yes.",
+        "This page uses Java[edit]Script for its menus.",
+        "This site uses [1]cookies to count its readers.",
+        "Some text with { a curly bracket } in it.",
+        "LOREM IPSUM is placeholder text for layouts.",
+        "Read our PRIVACY Policy before you go on.",
+        "İt uses javascrİpt in a Turkish spelling here.",
+    ],
+)
+def test_c4_phrases_as_datatrove_finds_them(line):
+    """The phrases C4 looks for, found in the lowered text first: also where removing a citation joins one, in
+    capitals and next to characters whose lowercase is longer; the same decision and text as datatrove."""
+    body = "\n".join(f"Sentence number {i} of this page is here." for i in range(6))
+    for punct in (True, False):
+        text = f"{body}\n{line}\n{body}"
+        doc = Document(text=text, id="x")
+        got = C4QualityFilter(filter_no_terminal_punct=punct).filter(doc)
+        mine = FilterDoc(text)
+        assert C4Quality(filter_no_terminal_punct=punct)(mine) == (None if got is True else got[1])
+        assert got is not True or mine.text == doc.text

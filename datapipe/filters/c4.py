@@ -50,10 +50,21 @@ class C4Quality:
 
     def __call__(self, doc: FilterDoc) -> str | None:
         kept: list[str] = []
+        chunks: list[list[str] | None] = []  # each kept line's split(), None where a citation was removed
         sentences = 0
-        for line in doc.text.splitlines():
+        text = doc.text
+        # a phrase no line holds needs no line lowered: a line's lowered characters are the text's (str.lower is
+        # per character but for a final sigma, in no phrase), except where removing a citation joins two pieces
+        low = text.lower()
+        joins = self.remove_citations and "[" in text
+        lorem = self.filter_lorem_ipsum and (joins or "lorem ipsum" in low)
+        javascript = self.filter_javascript and (joins or "javascript" in low)
+        policy = self.filter_policy and (joins or any(p in low for p in POLICY_SUBSTRINGS))
+        curly = self.filter_curly_bracket and "{" in text
+        for line in text.splitlines():
             line = line.strip()
             words = line.split()
+            split: list[str] | None = words  # the kept line's, unless a citation is removed from it
             # a word over the limit needs a line over it
             if (
                 self.max_word_length != -1
@@ -61,22 +72,23 @@ class C4Quality:
                 and any(len(w) > self.max_word_length for w in words)
             ):
                 continue
-            if self.remove_citations:
-                line = CITATION.sub("", line)
+            if self.remove_citations and "[" in line and (cited := CITATION.sub("", line)) != line:
+                line, split = cited, None
             if self.filter_no_terminal_punct and (not line.endswith(END_PUNCTUATION) or line.endswith("...")):
                 continue
             if len(words) < self.min_words_per_line:
                 continue
-            low = line.lower()
-            if self.filter_lorem_ipsum and "lorem ipsum" in low:
+            lowered = line.lower() if lorem or javascript or policy else ""
+            if lorem and "lorem ipsum" in lowered:
                 return Removal("lorem_ipsum", "phrase", "lorem ipsum")
-            if self.filter_javascript and "javascript" in low:
+            if javascript and "javascript" in lowered:
                 continue
-            if self.filter_curly_bracket and "{" in line:
+            if curly and "{" in line:
                 return Removal("curly_bracket", "character", "{")
-            if self.filter_policy and any(p in low for p in POLICY_SUBSTRINGS):
+            if policy and any(p in lowered for p in POLICY_SUBSTRINGS):
                 continue
             kept.append(line)
+            chunks.append(split)
         joined = "\n".join(kept)
         got = None
         if self.min_num_sentences != -1 and kept:
@@ -86,7 +98,7 @@ class C4Quality:
             else:
                 from datapipe.filters.sentences import count_lines
 
-                sentences = count_lines(kept, *got)
+                sentences = count_lines(kept, *got, chunks)
         if sentences < self.min_num_sentences:
             return Removal("too_few_sentences", "sentences", sentences, "<", self.min_num_sentences)
         text = joined.strip()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import weakref
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -104,16 +105,19 @@ def classes(ids: np.ndarray, table: WordTable) -> np.ndarray:
     return got.get(ids, table)
 
 
-def count_lines(lines: list[str], ids: np.ndarray, table: WordTable) -> int:
-    """Sentences in all of ``lines``, whose words, joined by newlines, are ``ids``."""
+def count_lines(
+    lines: list[str], ids: np.ndarray, table: WordTable, chunks: Sequence[list[str] | None] = ()
+) -> int:
+    """Sentences in all of ``lines``, whose words, joined by newlines, are ``ids``; ``chunks``, where given, are
+    the lines' ``split()`` (None: not known)."""
     n = len(lines)
     chars = np.empty(n, dtype=np.int64)
     regular = np.empty(n, dtype=np.bool_)
     for i, line in enumerate(lines):
-        chunks = line.split()
+        parts = (chunks[i] if chunks else None) or line.split()
         # no white-space token: the chunks are separated by one plain space each, and nothing is at either end
-        regular[i] = " ".join(chunks) == line
-        chars[i] = len(line) - max(len(chunks) - 1, 0) if regular[i] else sum(map(len, chunks))
+        regular[i] = " ".join(parts) == line
+        chars[i] = len(line) - max(len(parts) - 1, 0) if regular[i] else sum(map(len, parts))
     lengths, word_classes = table.lengths[ids], classes(ids, table)
     starts = np.empty(n + 1, dtype=np.int64)
     total = int(_count(lengths, word_classes, chars, regular, starts))
