@@ -193,3 +193,30 @@ def test_special_cases_across_a_space_are_found_as_by_asking_each(code: str) -> 
     texts += ["\n".join(chunk for s in cases for chunk in s.split()), ""]
     for text in texts:
         assert splitter._holds_spaced(text) == any(s in text for s in cases), text
+
+
+@pytest.mark.parametrize("code", ["ru", "es", "id", "el"])
+def test_a_text_with_a_special_case_across_a_space_splits_by_its_lines(code: str) -> None:
+    """A text holding a special case across a space is split line by line (the runs of lines holding one by spaCy,
+    the rest through the memo), as spaCy splits it whole: cases at a line's ends, beside white space of every
+    kind around the newline, on consecutive lines, and generated chunks around them."""
+    splitter = WordSplitter(code)
+    cases = list(splitter._spaced)
+    rnd = random.Random(5)
+    chunks = adversarial(seed=11, chunks=200)
+    around = ["\n", " \n", "\n ", "\r\n", "\n\n", " \n\t", "\u2028\n", "\n\u00a0"]
+    for _ in range(40):
+        parts = []
+        for _ in range(rnd.randint(2, 12)):
+            pick = rnd.random()
+            if pick < 0.3:
+                parts.append(rnd.choice(cases))
+            elif pick < 0.4:
+                parts.append(rnd.choice(cases).replace(" ", "  "))
+            else:
+                parts.append(" ".join(rnd.choice(chunks) for _ in range(rnd.randint(1, 4))))
+            parts.append(rnd.choice(around + [" ", " "]))
+        text = "".join(parts)
+        got = splitter.split_ids(text)
+        assert got is not None  # split by its lines, not left to ``split``
+        assert got[1].texts(got[0]) == spacy_words(code, text), text
