@@ -653,6 +653,32 @@ def test_line_stats_equal_datatroves_splits(text):
     assert line_stats(codes).tolist() == _line_stats_by_python(text)
 
 
+def _fineweb_stats_by_python(text: str) -> tuple[int, int, int, int, int]:
+    """What datatrove's FineWebQualityFilter counts, its own way."""
+    from datatrove.pipeline.filters.gopher_repetition_filter import find_duplicates
+
+    from datapipe.filters.fineweb import STOP_CHARS
+
+    lines = [line for line in text.split("\n") if line.strip() != ""]
+    return (
+        len(lines),
+        sum(1 for line in lines if line.endswith(STOP_CHARS)),
+        sum(1 for line in lines if len(line) <= 3),
+        find_duplicates(lines)[1],
+        text.count("\n"),
+    )
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.sampled_from([*LINE_ALPHABET, "!", "。", "?"]), max_size=60))
+def test_fineweb_stats_equal_datatroves_counts(text):
+    from datapipe.filters.fineweb import stop_table
+    from datapipe.filters.textstats import fineweb_stats
+
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    assert fineweb_stats(codes, stop_table(), 3) == _fineweb_stats_by_python(text)
+
+
 def test_line_stats_on_fixture_texts(fixture_texts):
     from datapipe.filters.textstats import line_stats
 

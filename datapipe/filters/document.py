@@ -35,7 +35,7 @@ class FilterDoc:
     @text.setter
     def text(self, value: str) -> None:
         self._text = value
-        for name in ("words_hold_spaces", "index", "stats"):
+        for name in ("words_hold_spaces", "index", "stats", "codes"):
             self.__dict__.pop(name, None)
 
     def rewrite(self, text: str, ids: tuple[np.ndarray, WordTable] | None = None) -> None:
@@ -69,12 +69,16 @@ class FilterDoc:
     def stats(self) -> np.ndarray:
         """The text's line and paragraph counts (:func:`datapipe.filters.textstats.line_stats`, indexed by that
         module's constants), from one compiled walk over its characters, for the rules that count lines."""
-        import numpy as np
-
         from datapipe.filters.textstats import line_stats
 
-        codes = np.frombuffer(self._text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        return line_stats(codes)
+        return line_stats(self.codes)
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """The text's code points (UTF-32), what the compiled walks over lines read."""
+        import numpy as np
+
+        return np.frombuffer(self._text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
     @cached_property
     def index(self) -> WordIndex:

@@ -106,19 +106,6 @@ def top_joined_chars(words: list[str], n: int) -> int:
     return len(joined) * count
 
 
-def repeated_elements(items: list[str]) -> tuple[int, int]:
-    """(number of repeated elements, characters in them), counting every occurrence after the first."""
-    seen: set[str] = set()
-    n = chars = 0
-    for x in items:
-        if x in seen:
-            n += 1
-            chars += len(x)
-        else:
-            seen.add(x)
-    return n, chars
-
-
 @dataclass(frozen=True)
 class GopherRepetition:
     dup_line_frac: float | None = 0.3

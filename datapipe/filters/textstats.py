@@ -39,6 +39,13 @@ BREAKS[[0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029]] = True
 ) = range(11)
 
 
+def fineweb_stats(codes: np.ndarray, stop: np.ndarray, short_length: int) -> tuple[int, int, int, int, int]:
+    """FineWeb quality's counts over the text's non-blank lines of ``split("\\n")``: (lines, lines ending in a
+    character ``stop`` marks, lines of at most ``short_length`` characters, characters of repeated lines, newlines)."""
+    lines, punct, short, dup, newlines = _fineweb_stats(codes, SPACE, stop, short_length)
+    return int(lines), int(punct), int(short), int(dup), int(newlines)
+
+
 def line_stats(codes: np.ndarray) -> np.ndarray:
     """The counts named by this module's constants, for the text whose code points are ``codes``."""
     return _line_stats(codes, SPACE, BREAKS)
@@ -169,3 +176,34 @@ def _line_stats(codes, space, breaks):  # pragma: no cover - compiled
         i += 1
     out[9], out[10] = hashes, dots
     return out
+
+
+@kernel
+def _fineweb_stats(codes, space, stop, short_length):  # pragma: no cover - compiled
+    n = len(codes)
+    starts = np.empty(n + 1, dtype=np.int64)
+    ends = np.empty(n + 1, dtype=np.int64)
+    m, punct, short, newlines, start = 0, 0, 0, 0, 0
+    for i in range(n + 1):
+        if i < n and codes[i] != 10:
+            continue
+        if i < n:
+            newlines += 1
+        blank = True
+        for k in range(start, i):
+            if not _is_space(codes[k], space):
+                blank = False
+                break
+        if not blank:
+            starts[m], ends[m] = start, i
+            m += 1
+            last = codes[i - 1]
+            if last < len(stop) and stop[last]:
+                punct += 1
+            if i - start <= short_length:
+                short += 1
+        start = i + 1
+    dup = 0
+    if m:
+        dup = _repeats(codes, starts[:m], ends[:m])[1]
+    return m, punct, short, dup, newlines
