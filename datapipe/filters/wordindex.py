@@ -300,29 +300,83 @@ def _present(ids, wanted):  # pragma: no cover - compiled
 
 @kernel
 def _first_top(ids, lengths, ns, fracs, text_len):  # pragma: no cover - compiled
-    """(first rule r whose top ns[r]-gram's characters / text_len > fracs[r], those characters), else (-1, 0)."""
+    """(first rule r whose top ns[r]-gram's characters / text_len > fracs[r], those characters), else (-1, 0).
+
+    One table for every n (sized for the most n-grams), the best n-gram kept as counts grow: the one counted most,
+    the earliest among equals (as ``_top_ngram``, which scans the table instead)."""
+    size = _slots(len(ids))
+    first = np.empty(size, dtype=np.int64)
+    count = np.empty(size, dtype=np.int64)
+    mask = np.uint64(size - 1)
     for r in range(len(ns)):
         n = ns[r]
-        if len(ids) >= n:
-            best, start = _top_ngram(ids, n)
-            chars = n - 1
-            for k in range(start, start + n):
-                chars += lengths[k]
-            if chars * best / text_len > fracs[r]:
-                return r, chars * best
+        m = len(ids) - n + 1
+        if m < 1:
+            continue
+        first[:] = -1
+        best, start = 0, 0
+        for i in range(m):
+            h = np.uint64(0)
+            for k in range(n):
+                h = (h ^ np.uint64(ids[i + k])) * _BASE
+            slot = (h ^ (h >> np.uint64(29))) & mask
+            while True:
+                q = first[slot]
+                if q < 0:
+                    first[slot], count[slot] = i, 1
+                    c, q = 1, i
+                    break
+                if same_span(ids, q, ids, i, n):
+                    count[slot] += 1
+                    c = count[slot]
+                    break
+                slot = (slot + np.uint64(1)) & mask
+            if c > best or (c == best and q < start):
+                best, start = c, q
+        chars = n - 1
+        for k in range(start, start + n):
+            chars += lengths[k]
+        if chars * best / text_len > fracs[r]:
+            return r, chars * best
     return -1, 0
 
 
 @kernel
 def _first_duplicate(codes, ends, ns, fracs, text_len):  # pragma: no cover - compiled
     """(first rule r whose repeated ns[r]-grams' characters / text_len > fracs[r], those characters), else
-    (-1, 0); the prefix hashes made once for all n."""
+    (-1, 0): ``_duplicate_chars`` for each n, with the prefix hashes and one table made once for all n."""
     prefix, inverse = _prefix_hashes(codes)
+    size = _slots(len(ends))
+    visited = np.empty(size, dtype=np.int64)
+    hashes = np.empty(size, dtype=np.uint64)
+    mask = np.uint64(size - 1)
     for r in range(len(ns)):
         n = ns[r]
-        chars = 0
-        if len(ends) - n + 1 > 1:
-            chars = _duplicate_chars(codes, ends, n, prefix, inverse)
-        if chars / text_len > fracs[r]:
-            return r, chars
+        m = len(ends) - n + 1
+        repeated = 0
+        if m > 1:
+            visited[:] = -1
+            idx = 0
+            while idx < m:
+                s = ends[idx - 1] if idx > 0 else 0
+                e = ends[idx + n - 1]
+                h = (prefix[e] - prefix[s]) * inverse[s]
+                slot = (h ^ (h >> np.uint64(29))) & mask
+                found = False
+                while visited[slot] >= 0:
+                    if hashes[slot] == h:
+                        q = visited[slot]
+                        s2 = ends[q - 1] if q > 0 else 0
+                        if ends[q + n - 1] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
+                            found = True
+                            break
+                    slot = (slot + np.uint64(1)) & mask
+                if found:
+                    repeated += e - s
+                    idx += n
+                else:
+                    visited[slot], hashes[slot] = idx, h
+                    idx += 1
+        if repeated / text_len > fracs[r]:
+            return r, repeated
     return -1, 0
