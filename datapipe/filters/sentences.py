@@ -88,8 +88,14 @@ class _Classes:
         out = self.of[ids]
         if (out < 0).any():
             new = np.unique(ids[out < 0])
-            chars = punct_chars()
-            self.of[new] = [word_class(w, chars) for w in table.texts(new)]
+            # a word holding a letter is neither punctuation nor one of the sentencizer's characters (all of them
+            # category P): only the others are asked in Python
+            lettered = table.alpha[new]
+            self.of[new[lettered]] = OTHER
+            rest = new[~lettered]
+            if len(rest):
+                chars = punct_chars()
+                self.of[rest] = [word_class(w, chars) for w in table.texts(rest)]
             out = self.of[ids]
         return out
 
