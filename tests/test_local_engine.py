@@ -264,12 +264,13 @@ def test_stages_warm_up_without_writing(small_mixture, tmp_path):
 
 def test_the_filters_warm_up_loads_every_rule_not_only_the_first(small_mixture, tmp_path):
     """The warm-up text is removed by Gopher quality (too short); the rules after it load their own tables and
-    kernels in the warm-up all the same (in a fresh interpreter: this one has loaded them for other tests)."""
+    kernels in the warm-up all the same (in a fresh interpreter: this one has loaded them for other tests): the
+    line modifiers' table, Gopher repetition's n-gram kernels and the line statistics' walk."""
     code = textwrap.dedent(
         f"""
         from datapipe.orchestrate.plan import check_inputs, make_stage, plan_mixture
         from datapipe.config.mixture import load_mixture
-        from datapipe.filters import refinedweb, wordindex
+        from datapipe.filters import refinedweb, textstats, wordindex
         from datapipe.tokenize.tokenizer import load_tokenizer
 
         m = load_mixture({str(small_mixture)!r}, output={str(tmp_path / "out")!r})
@@ -279,13 +280,14 @@ def test_the_filters_warm_up_loads_every_rule_not_only_the_first(small_mixture, 
         (st,) = [st for st in plans[0].stages if st.stage == "filter"]
         make_stage(m, plans[0], st).warm()
         loaded = [refinedweb._char_table.cache_info().currsize]
-        loaded += [len(k.signatures) for k in (wordindex._top_ngram, wordindex._duplicate_chars)]
+        loaded += [len(k.signatures) for k in (wordindex._first_top, wordindex._first_duplicate)]
+        loaded += [len(textstats._line_stats.signatures)]
         print(*loaded)
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["1", "1", "1"]
+    assert proc.stdout.split() == ["1", "1", "1", "1"]
     assert not (tmp_path / "out").exists()
 
 
