@@ -56,6 +56,19 @@ sources:
 """
 
 
+def fortunes_training_file(folder: Path) -> Path:
+    """fastText training lines (``__label__<language> text``) from the fixture fortunes, written to ``folder``."""
+    from datapipe import read_records
+
+    lines = []
+    for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
+        for d in read_records(str(path)):
+            lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
+    train = folder / "train.txt"
+    train.write_text("".join(lines), encoding="utf-8")
+    return train
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root, except wall-clock records: timings and the builds' log files."""
     import hashlib

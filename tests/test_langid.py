@@ -14,7 +14,7 @@ from datapipe.config.stages import LangidConfig
 from datapipe.extract.stage import ExtractStage
 from datapipe.io.models import bundled_model_path
 from pipelines.mixtures import BUNDLED
-from tests.conftest import CORPORA
+from tests.conftest import CORPORA, fortunes_training_file
 
 
 def test_model_is_the_bundled_file():
@@ -174,15 +174,9 @@ def test_a_memo_grown_mid_text_gives_the_same_answers(both, fixture_texts):
 
 
 def _train(tmp_path: Path, **hyper):
-    from datapipe import read_records
     from datapipe.quality.train import train_in_fresh_process
 
-    lines = []
-    for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
-        for d in read_records(str(path)):
-            lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
-    train = tmp_path / "train.txt"
-    train.write_text("".join(lines), encoding="utf-8")
+    train = fortunes_training_file(tmp_path)
     # one seed: the trainer's child zeroes its allocations (datapipe.quality.train.FASTTEXT_CHILD_ENV), so fastText's
     # uninitialized rows no longer make this corpus diverge now and then
     model = train_in_fresh_process(str(train), 0, hyper)

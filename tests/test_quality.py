@@ -14,7 +14,15 @@ from datapipe import DatapipeError, read_records
 from datapipe.config.recipe import BUNDLED, load_recipe
 from datapipe.quality.model import QualityModel, check_model, preprocess
 from datapipe.quality.train import train
-from tests.conftest import CORPORA, REPO, one_source_mixture, run_build, tree_digest, write_mixture
+from tests.conftest import (
+    CORPORA,
+    REPO,
+    fortunes_training_file,
+    one_source_mixture,
+    run_build,
+    tree_digest,
+    write_mixture,
+)
 
 
 @pytest.fixture(scope="module")
@@ -224,12 +232,7 @@ def test_training_does_not_depend_on_what_the_heap_held(tmp_path):
     from datapipe.quality.train import FASTTEXT_CHILD_ENV, train_in_fresh_process
     from datapipe.runtime.child import Child
 
-    lines = []
-    for path in sorted((CORPORA / "fortunes").glob("fortunes-*.jsonl.zst")):
-        for d in read_records(str(path)):
-            lines.append(f"__label__{d['metadata']['language']} {' '.join(d['text'].split())}\n")
-    train = tmp_path / "train.txt"
-    train.write_text("".join(lines), encoding="utf-8")
+    train = fortunes_training_file(tmp_path)
     hyper = {"loss": "softmax", "dim": 8, "epoch": 1, "lr": 0.05}
     clean = train_in_fresh_process(str(train), 0, hyper)
     assert clean is not None
