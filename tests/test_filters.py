@@ -180,11 +180,12 @@ def test_word_index_from_ids_equals_the_index_from_words(words):
     built, gathered = WordIndex(words), WordIndex.from_ids(ids, table)
     assert gathered.words == words and len(gathered) == len(built)
     assert gathered.non_symbol() == built.non_symbol()
+    length = max(1, len("".join(words)))
     for n in (2, 3, 4):
         if len(words) >= n:
-            assert gathered.top_chars(n) == built.top_chars(n)
+            assert gathered.first_top(((n, 0.0),), length) == built.first_top(((n, 0.0),), length)
     for n in (5, 7, 10):
-        assert gathered.duplicate_chars(n) == built.duplicate_chars(n)
+        assert gathered.first_duplicate(((n, 0.0),), length) == built.first_duplicate(((n, 0.0),), length)
     for wanted in (("the", "of", "and"), ("zzz",), ("a", "a", "b")):
         assert gathered.present(wanted) == built.present(wanted) == len(set(wanted) & set(words))
     holding_letters = sum(any(ch.isalpha() for ch in w) for w in words)
@@ -573,11 +574,12 @@ def test_ngram_counts_equal_datatrove(words):
     from datapipe.filters.wordindex import WordIndex
 
     index = WordIndex(words)
-    for n in (2, 3, 4):
+    whole = max(1, len("".join(words)))
+    for n in (2, 3, 4):  # one rule at a time, any share over 0: the characters themselves
         if len(words) >= n:
-            assert index.top_chars(n) == find_top_duplicate(get_n_grams(words, n))
+            assert index.first_top(((n, 0.0),), whole)[1] == find_top_duplicate(get_n_grams(words, n))
     for n in range(5, 11):
-        assert index.duplicate_chars(n) == find_all_duplicate(words, n)
+        assert index.first_duplicate(((n, 0.0),), whole)[1] == find_all_duplicate(words, n)
     # every rule in one call: the first whose share is over its fraction, as the rules are asked one by one
     length = max(1, len("".join(words)) + len(words) // 2)
     top = ((2, 0.2), (3, 0.18), (4, 0.16))

@@ -42,7 +42,6 @@ class WordIndex:
         self.ends = np.cumsum(self.lengths)
         self._codes: np.ndarray | None = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
         self._ids: np.ndarray | None = None
-        self._prefix: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def from_ids(cls, ids: np.ndarray, table: WordTable) -> WordIndex:
@@ -55,7 +54,6 @@ class WordIndex:
             None  # gathered when a rule reads characters (a document the top n-grams remove never does)
         )
         self._ids = ids
-        self._prefix = None
         return self
 
     def __len__(self) -> int:
@@ -105,37 +103,22 @@ class WordIndex:
         n, chars = _non_symbol(self.codes, self.ends, _PUNCTUATION)
         return int(n), int(chars)
 
-    def top_chars(self, n: int) -> int:
-        """Characters covered by the most frequent n-gram: (its length joined by spaces) x (its count).
-
-        Ties go to the n-gram seen first, as ``Counter.most_common(1)`` breaks them.
-        """
-        best, start = _top_ngram(self.ids, n)
-        chars = int(self.lengths[start : start + n].sum()) + n - 1
-        return chars * int(best)
-
     def first_top(self, rules: tuple[tuple[int, float], ...], text_len: int) -> tuple[int, int]:
         """The first of ``rules`` (n, fraction) whose top n-gram covers more than that fraction of ``text_len``
-        characters, and those characters (:meth:`top_chars`), from one compiled call; (-1, 0) when none does."""
+        characters, and those characters (its words' characters joined by spaces, times its count; the earliest
+        n-gram among the most counted, as ``Counter.most_common(1)`` breaks ties), from one compiled call; (-1, 0)
+        when none does."""
         ns, fracs = _rule_arrays(rules)
         r, chars = _first_top(self.ids, self.lengths, ns, fracs, text_len)
         return int(r), int(chars)
 
     def first_duplicate(self, rules: tuple[tuple[int, float], ...], text_len: int) -> tuple[int, int]:
         """The first of ``rules`` (n, fraction) whose repeated n-grams cover more than that fraction of
-        ``text_len`` characters, and those characters (:meth:`duplicate_chars`); (-1, 0) when none does."""
+        ``text_len`` characters, and those characters (datatrove's ``find_all_duplicate``: walk the n-grams; a
+        repeat adds its characters and skips n words); (-1, 0) when none does."""
         ns, fracs = _rule_arrays(rules)
         r, chars = _first_duplicate(self.codes, self.ends, ns, fracs, text_len)
         return int(r), int(chars)
-
-    def duplicate_chars(self, n: int) -> int:
-        """datatrove's ``find_all_duplicate``: walk the n-grams; a repeat adds its characters and skips n words."""
-        if len(self) - n + 1 <= 1:
-            return 0
-        if self._prefix is None:
-            self._prefix = _prefix_hashes(self.codes)
-        prefix, inverse = self._prefix
-        return int(_duplicate_chars(self.codes, self.ends, n, prefix, inverse))
 
 
 @cache
@@ -187,36 +170,6 @@ def _word_ids(codes, ends):  # pragma: no cover - compiled
 
 
 @kernel
-def _top_ngram(ids, n):  # pragma: no cover - compiled
-    """(count of the most frequent n-gram of word ids, its first position); the earliest among equal counts."""
-    m = len(ids) - n + 1
-    size = _slots(m)
-    first = np.full(size, -1, dtype=np.int64)
-    count = np.zeros(size, dtype=np.int64)
-    mask = np.uint64(size - 1)
-    for i in range(m):
-        h = np.uint64(0)
-        for k in range(n):
-            h = (h ^ np.uint64(ids[i + k])) * _BASE
-        slot = (h ^ (h >> np.uint64(29))) & mask
-        while True:
-            q = first[slot]
-            if q < 0:
-                first[slot], count[slot] = i, 1
-                break
-            if same_span(ids, q, ids, i, n):
-                count[slot] += 1
-                break
-            slot = (slot + np.uint64(1)) & mask
-    best, start = 0, 0
-    for cell in range(size):
-        q = first[cell]
-        if q >= 0 and (count[cell] > best or (count[cell] == best and q < start)):
-            best, start = count[cell], q
-    return best, start
-
-
-@kernel
 def _prefix_hashes(codes):  # pragma: no cover - compiled
     """P[i] = sum_{j<i} c_j B^j and B^-i, modulo 2**64 (uint64 arithmetic wraps)."""
     prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
@@ -229,40 +182,6 @@ def _prefix_hashes(codes):  # pragma: no cover - compiled
         inv *= _BASE_INV
     inverse[len(codes)] = inv
     return prefix, inverse
-
-
-@kernel
-def _duplicate_chars(codes, ends, n, prefix, inverse):  # pragma: no cover - compiled
-    """``find_all_duplicate``: visited n-grams go into a set (keyed by the span's hash, shifted to start at B^0,
-    and confirmed by its characters); a visited n-gram already there is a repeat: add its characters, skip n."""
-    m = len(ends) - n + 1
-    size = _slots(m)
-    visited = np.full(size, -1, dtype=np.int64)
-    hashes = np.zeros(size, dtype=np.uint64)
-    mask = np.uint64(size - 1)
-    repeated = 0
-    idx = 0
-    while idx < m:
-        s = ends[idx - 1] if idx > 0 else 0
-        e = ends[idx + n - 1]
-        h = (prefix[e] - prefix[s]) * inverse[s]
-        slot = (h ^ (h >> np.uint64(29))) & mask
-        found = False
-        while visited[slot] >= 0:
-            if hashes[slot] == h:
-                q = visited[slot]
-                s2 = ends[q - 1] if q > 0 else 0
-                if ends[q + n - 1] - s2 == e - s and same_span(codes, s2, codes, s, e - s):
-                    found = True
-                    break
-            slot = (slot + np.uint64(1)) & mask
-        if found:
-            repeated += e - s
-            idx += n
-        else:
-            visited[slot], hashes[slot] = idx, h
-            idx += 1
-    return repeated
 
 
 @kernel
@@ -302,8 +221,10 @@ def _present(ids, wanted):  # pragma: no cover - compiled
 def _first_top(ids, lengths, ns, fracs, text_len):  # pragma: no cover - compiled
     """(first rule r whose top ns[r]-gram's characters / text_len > fracs[r], those characters), else (-1, 0).
 
-    One table for every n (sized for the most n-grams), the best n-gram kept as counts grow: the one counted most,
-    the earliest among equals (as ``_top_ngram``, which scans the table instead)."""
+    datatrove's ``find_top_duplicate`` over ``get_n_grams`` for each n in turn: the n-grams of word ids counted in
+    one open-addressing table for every n (sized for the most n-grams), the best kept as counts grow: the one counted
+    most, the earliest among equals (``Counter.most_common(1)``'s tie); its characters are its words' joined by
+    spaces, times its count."""
     size = _slots(len(ids))
     first = np.empty(size, dtype=np.int64)
     count = np.empty(size, dtype=np.int64)
@@ -344,7 +265,9 @@ def _first_top(ids, lengths, ns, fracs, text_len):  # pragma: no cover - compile
 @kernel
 def _first_duplicate(codes, ends, ns, fracs, text_len):  # pragma: no cover - compiled
     """(first rule r whose repeated ns[r]-grams' characters / text_len > fracs[r], those characters), else
-    (-1, 0): ``_duplicate_chars`` for each n, with the prefix hashes and one table made once for all n."""
+    (-1, 0). datatrove's ``find_all_duplicate`` for each n in turn: visited n-grams go into a set (keyed by the
+    span's hash, shifted to start at B^0, and confirmed by its characters); a visited n-gram already there is a
+    repeat: add its characters, skip n. The prefix hashes and one table are made once for all n."""
     prefix, inverse = _prefix_hashes(codes)
     size = _slots(len(ends))
     visited = np.empty(size, dtype=np.int64)
