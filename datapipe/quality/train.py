@@ -128,8 +128,8 @@ def model_dir(recipe: Recipe, output: str) -> str:
 # models from process to process (a child that had imported other modules first, or a second training in one
 # process) and now and then "Encountered NaN", at any learning rate (lr 0.001 too). glibc's malloc perturbation
 # with byte 0xff fills every allocation with zeros (``alloc_perturb`` writes ``byte ^ 0xff``): the model is then
-# the one fastText trains on fresh memory, whatever ran before; 12 trainings of 6 seeds in 5 processes, both
-# builds, gave the same files, where without it 3 of 8 seeds diverged. Other C libraries ignore the variable.
+# the one fastText trains on fresh memory, whatever ran before: each of 6 seeds gave the same file in 5 processes
+# and both builds, where without it 3 of 8 seeds diverged. C libraries other than glibc ignore the variable.
 FASTTEXT_CHILD_ENV = {"MALLOC_PERTURB_": "255"}
 
 
