@@ -28,13 +28,6 @@ POLICY_SUBSTRINGS = (
 )
 
 
-def count_sentences(line: str) -> int:
-    """Sentences of one line, as datatrove counts them (spaCy's ``sentencizer``)."""
-    from datapipe.filters.sentences import spacy_sentences
-
-    return spacy_sentences(line)
-
-
 @dataclass(frozen=True)
 class C4Quality:
     remove_citations: bool = True
@@ -92,12 +85,12 @@ class C4Quality:
         joined = "\n".join(kept)
         got = None
         if self.min_num_sentences != -1 and kept:
+            from datapipe.filters.sentences import count_lines, spacy_sentences
+
             got = splitter("en").split_ids(joined)  # datatrove's C4 counts English sentences
             if got is None:  # a text the compiled split does not take: spaCy counts each line
-                sentences = sum(count_sentences(line) for line in kept)
+                sentences = sum(spacy_sentences(line) for line in kept)
             else:
-                from datapipe.filters.sentences import count_lines
-
                 sentences = count_lines(kept, *got, chunks)
         if sentences < self.min_num_sentences:
             return Removal("too_few_sentences", "sentences", sentences, "<", self.min_num_sentences)
