@@ -9,11 +9,15 @@ second, tiny build (8 pages) shows the fixed cost: what a build spends whatever 
 
 Each sample (one process's stack at one instant, active threads only) is given to the first category its stack
 matches, innermost frame first: a stage's own modules (``datapipe/extract``, ``datapipe/langid``, ...) and the
-libraries only that stage calls; the stage runtime's reading and writing of parts (zstd JSONL); the tokenizer
-and the cache writes; model loading; imports; and what is left in Beam's runner. The table is each category's
-share of the samples, over all processes, times the build's CPU seconds as ``e2e.py``'s wrapper measures them
-(user + sys of the whole process tree): with two cores, a thread that waits for one while py-spy runs is sampled as
-running, so the samples alone (samples / rate) overstate the CPU time, by about 1.7x on 2026-12-04.
+libraries only that stage calls (a frame of ``datapipe/kernels/`` names no stage: the compiled kernels are shared,
+lid.176's scan in ``kernels/fasttext.py`` is language ID's, ``kernels/normalize.py`` dedup's and the filters', so
+it is passed over and the sample goes to the kernel's caller; until 2026-12-07 every kernel frame counted as
+``filters``, language ID's scan, 8% of the build's samples, and dedup's normalizing among them); the stage
+runtime's reading and writing of parts (zstd JSONL); the tokenizer and the cache writes; model loading; imports;
+and what is left in Beam's runner. The table is each category's share of the samples, over all processes, times
+the build's CPU seconds as ``e2e.py``'s wrapper measures them (user + sys of the whole process tree): with two
+cores, a thread that waits for one while py-spy runs is sampled as running, so the samples alone (samples / rate)
+overstate the CPU time, by about 1.7x on 2026-12-04.
 
     .venv/bin/python benchmarks/profile_e2e.py [--work DIR] [--rate 100]
 
@@ -39,14 +43,18 @@ HERE = REPO / "benchmarks"
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-# (category, pattern over one frame "function (path:line)"), tried innermost frame first; the first match wins
+# (category, pattern over one frame "function (path:line)"), tried innermost frame first; the first match wins. No
+# pattern names datapipe/kernels/: a kernel's frame is passed over, and its caller's frame decides
 CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
     ("import", re.compile(r"<frozen importlib\._bootstrap")),
-    ("load models", re.compile(r"load_model|load_fasttext|from_file|Tokenizer\.from|_load_lid")),
+    (
+        "load models",
+        re.compile(r"load_model|load_fasttext|from_file|Tokenizer\.from|_load_lid|read_supervised"),
+    ),
     ("extract: HTML -> text", re.compile(r"datapipe/extract/|selectolax|resiliparse|treewalk")),
     ("extract: WARC read", re.compile(r"datapipe/io/warc\.py|fastwarc|warcio|datapipe/io/readers\.py")),
     ("langid", re.compile(r"datapipe/langid/")),
-    ("filters", re.compile(r"datapipe/filters/|datapipe/languages/|datapipe/kernels/")),
+    ("filters", re.compile(r"datapipe/filters/|datapipe/languages/")),
     ("dedup", re.compile(r"datapipe/dedup/")),
     ("quality", re.compile(r"datapipe/quality/")),
     ("tokenize", re.compile(r"datapipe/tokenize/|tokenizers/")),
