@@ -181,6 +181,25 @@ cdef extern from *:
     void dp_rows8(const dp_node *tree, int root, const float *row, Py_ssize_t stride, int *out) noexcept nogil
 
 
+cdef inline int leaf_of(const Node *tree, int node, const float *row) noexcept nogil:
+    """The leaf (``< 0``, the leaf ``~leaf``) a row reaches from ``node``: left where its value is ``<=`` the
+    threshold (a missing value, NaN, where the node's default says), right otherwise."""
+    cdef const Node *nd
+    cdef int f
+    cdef float v
+    while node >= 0:
+        nd = tree + node
+        f = nd.feature
+        v = row[f & FEATURE]
+        if v <= nd.threshold:
+            node = nd.left
+        elif isnan(v):
+            node = nd.left if f & DEFAULT_LEFT else nd.right
+        else:
+            node = nd.right
+    return node
+
+
 # below this many rows a model's trees are walked eight at a time for each row (the page-type model: one row, 840
 # trees); from it, as before, each tree by every row
 FEW_ROWS = 8
@@ -215,10 +234,8 @@ def forest_scores(
     nor the folding without it (its steps were the ones the branch predictor got right)."""
     cdef Py_ssize_t n = x.shape[0], t, r, trees = roots.shape[0], stride = x.shape[1]
     cdef cnp.ndarray[cnp.float64_t, ndim=2] out = np.zeros((n, classes), dtype=np.float64)
-    cdef int node, cls, f
-    cdef float v
+    cdef int cls
     cdef const float *row
-    cdef const Node *nd
     cdef const Node *tree = <const Node *> nodes.data
     cdef const double *leaf = <const double *> leaf_value.data
     cdef const int *root = <const int *> roots.data
@@ -244,18 +261,7 @@ def forest_scores(
                     out[r, (t + k) % classes] += leaf[~leaves[k]]
                 t += 8
             while t < trees:
-                node = root[t]
-                while node >= 0:
-                    nd = tree + node
-                    f = nd.feature
-                    v = row[f & FEATURE]
-                    if v <= nd.threshold:
-                        node = nd.left
-                    elif isnan(v):
-                        node = nd.left if f & DEFAULT_LEFT else nd.right
-                    else:
-                        node = nd.right
-                out[r, t % classes] += leaf[~node]
+                out[r, t % classes] += leaf[~leaf_of(tree, root[t], row)]
                 t += 1
         return out
     # a page's rows share many columns (the page's own features, its type's probabilities, groups and kinds none
@@ -284,19 +290,7 @@ def forest_scores(
                     out[r + k, cls] += leaf[~leaves[k]]
                 r += 8
             for r in range(r, n):
-                row = base + r * stride
-                node = page_roots[t]
-                while node >= 0:
-                    nd = page_nodes + node
-                    f = nd.feature
-                    v = row[f & FEATURE]
-                    if v <= nd.threshold:
-                        node = nd.left
-                    elif isnan(v):
-                        node = nd.left if f & DEFAULT_LEFT else nd.right
-                    else:
-                        node = nd.right
-                out[r, cls] += leaf[~node]
+                out[r, cls] += leaf[~leaf_of(page_nodes, page_roots[t], base + r * stride)]
     finally:
         free(page_nodes)
         free(page_roots)
