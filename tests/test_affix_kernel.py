@@ -108,3 +108,106 @@ def test_a_failure_in_the_python_tiers_leaves_no_chunk_without_its_words():
     ids, table = memo.split("one two, three e.g")
     assert table.texts(ids) == ["one", "two", ",", "three", "e.g"]
     assert not {"one", "two,", "three"}.intersection(c for call in calls for c in call)  # compiled, not asked
+
+
+def test_may_be_url_is_true_wherever_spacys_url_pattern_matches():
+    """The test that spares ``re`` most middles holding a dot never says no where spaCy's URL pattern matches:
+    generated hosts, labels, top-level domains (lower and upper case, digits, ``ALPHA_LOWER`` past U+FFFF), IP
+    addresses, ports, paths, schemes and users, every code point as a domain's letter, and the fixture's chunks."""
+    from spacy.lang.tokenizer_exceptions import URL_MATCH
+
+    from datapipe.languages.affix_kernel import ASK_PLAUSIBLE_URL, may_be_url
+
+    _, program = _english()
+    assert program.url_ask == ASK_PLAUSIBLE_URL  # spaCy's URL pattern is the one the test was written for
+
+    def check(strings: list[str]) -> int:
+        said_no = 0
+        for s in strings:
+            codes = np.array([ord(c) for c in s], dtype=np.int64)
+            if max(codes, default=0) >= TABLE_END:
+                continue
+            maybe = may_be_url(codes, 0, len(codes))
+            if URL_MATCH(s) is not None:
+                assert maybe, s
+            said_no += not maybe
+        return said_no
+
+    rnd = random.Random(11)
+    parts = [
+        "a",
+        "Z",
+        "9",
+        "é",
+        "ß",
+        "ё",
+        "α",
+        "\U0001ee00",
+        "\U0001f200",
+        "-",
+        "_",
+        ".",
+        "..",
+        ":",
+        "/",
+        "?",
+        "#",
+    ]
+    parts += [
+        "@",
+        "://",
+        "com",
+        "org",
+        "Com",
+        "de",
+        "py",
+        "x",
+        "10",
+        "192",
+        "168",
+        "1",
+        "255",
+        "256",
+        "0",
+        "8080",
+    ]
+    parts += [
+        "(",
+        ")",
+        "'",
+        '"',
+        "$",
+        "%",
+        "~",
+        "\u00a0",
+        "\u00a1",
+        "\uffff",
+        "\U00010000",
+        "www",
+        "http",
+        "A-b",
+    ]
+    generated = ["".join(rnd.choice(parts) for _ in range(rnd.randint(1, 9))) for _ in range(60_000)]
+    generated += [f"{h}{t}{p}" for h in ("a.", "a.b.", "1.2.3.", "x-y.", "é.", "a..") for t in (
+        "co", "c", "Co", "c1", "c_", "c-", "cé", "éé", "\U0001ee00\U0001ee00", "4", "44", "c\U0001f200",
+    ) for p in ("", ":80", ":8", "/x", "?q", "#f", ".", "(", ":")]  # fmt: skip
+    points = [chr(c) for c in range(0x21, TABLE_END) if not chr(c).isspace() and not 0xD800 <= c < 0xE000]
+    generated += (
+        [f"a.{c}{c}" for c in points] + [f"{c}.de" for c in points[::2]] + [f"x.y{c}" for c in points[1::2]]
+    )
+    generated += ["192.168.0.1", "10.0.0.1", "172.16.0.1", "8.8.8.8", "1.2.3.4:80/x", "user@host", "ftp://a"]
+    said_no = check(generated)
+    assert said_no > 40_000  # and says no to many
+
+
+def test_may_be_url_on_the_fixture_chunks(fixture_texts):
+    from spacy.lang.tokenizer_exceptions import URL_MATCH
+
+    from datapipe.languages.affix_kernel import may_be_url
+
+    chunks = sorted({c for t in fixture_texts for c in t.split() if "." in c})
+    chunks += [c.strip("()[]{}\"'.,;:!?") for c in chunks]
+    for s in chunks:
+        codes = np.array([ord(c) for c in s], dtype=np.int64)
+        if len(codes) and max(codes) < TABLE_END and URL_MATCH(s) is not None:
+            assert may_be_url(codes, 0, len(codes)), s

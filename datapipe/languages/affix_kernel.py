@@ -42,6 +42,7 @@ the Python one on every fixture chunk, on every code point and on generated chun
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from functools import cache
 from re import _constants as sre_c  # type: ignore[attr-defined]  # no stub: the parse-tree opcodes
@@ -67,6 +68,11 @@ PREFIX, SUFFIX, INFIX = 0, 1, 2
 MAX_CLASSES = 64  # one bit each in the class table
 DECLINED = -1  # what :func:`affix_tokens` returns for a chunk it leaves to Python
 ASK_URL = -2  # ... for a chunk whose middle holds a dot, when the caller has not said whether it is a URL
+# the ``url`` to hand :func:`affix_tokens` where it should ask ``re`` only for a middle that spaCy's URL pattern
+# could match (:func:`may_be_url`), the pattern being the one that test was written for (:data:`URL_SOURCE`)
+ASK_PLAUSIBLE_URL = -3
+# sha256 of spaCy's ``URL_MATCH`` pattern (spaCy 3.x's ``"(?u)" + URL_PATTERN``) that :func:`may_be_url` reads
+URL_SOURCE = "7adb1342672774f94ffb32ef3bc6eb2f7a5a803ab8c51920bba19c34fd9cec14"
 # the backtracking program's instructions (a row each: op, a, b, c)
 OP_CHAR, OP_CLASS, OP_SPLIT, OP_JMP, OP_BOL, OP_EOL, OP_LOOK, OP_MATCH = range(8)
 VM_STEPS = (
@@ -655,6 +661,15 @@ class AffixProgram:
         if tok.url_match is not None and tok.url_match != URL_MATCH:
             raise Unsupported("a URL pattern other than spaCy's (every one of its URLs holds a dot)")
         self.url_match = tok.url_match or re.compile("a^").match  # asked for a middle that holds a dot
+        # what :func:`affix_tokens` is handed as ``url`` before ``re`` was asked: ask only where the pattern might
+        # match, where :func:`may_be_url` was written for it (no URL pattern: none matches, and ``re`` says so)
+        source = getattr(tok.url_match, "__self__", None)
+        self.url_ask = (
+            ASK_PLAUSIBLE_URL
+            if tok.url_match is None
+            or (source is not None and hashlib.sha256(source.pattern.encode()).hexdigest() == URL_SOURCE)
+            else -1
+        )
         searches = []
         for search in (tok.prefix_search, tok.suffix_search, tok.infix_finditer):
             pattern = getattr(search, "__self__", None)
@@ -709,7 +724,9 @@ class AffixProgram:
             spans = np.zeros((len(codes) + 1, 2), dtype=np.int64)
             scratch = np.zeros(scratch_size(len(codes)), dtype=np.int64)
             data = np.frombuffer(raw or b"\0", np.uint8)
-            t = affix_tokens(codes, pos, data, 0, len(codes), self.arrays, self.vm, spans, 0, scratch, -1)
+            t = affix_tokens(
+                codes, pos, data, 0, len(codes), self.arrays, self.vm, spans, 0, scratch, self.url_ask
+            )
             if t == ASK_URL:
                 url = int(self.url_match(chunk[spans[0, 0] : spans[0, 1]]) is not None)
                 t = affix_tokens(
@@ -1063,6 +1080,58 @@ def one_word(codes, pos, data, n, program, vm):  # pragma: no cover - compiled
 
 
 @leaf
+def may_be_url(codes, lo, hi):  # pragma: no cover - compiled
+    """False where spaCy's URL pattern (:data:`URL_SOURCE`) cannot match ``codes[lo:hi]``, a middle without white
+    space; True where it might (``re`` then decides).
+
+    Why: every middle holding a dot was asked of ``re`` from Python, and on LibreOffice's help pages in German
+    ~3,000 middles a language were (``ofForm.Move(100``, ``com.sun.star.util.PathSettings``), 4% of them URLs.
+
+    Exact as a test: without ``://`` (the scheme's end) and ``@`` (the user's), the pattern's host starts the
+    string: an IP address (digits and dots) or labels of ``[A-Za-z0-9\u00a1-\uffff_-]`` each ending in a dot,
+    then a top-level domain of ``ALPHA_LOWER`` (lower-case letters, all of them in that class below U+10000, some
+    above it), and after the host only ``:port``, ``[/?#]...`` or the end. So the host is the longest run of those
+    characters (a code point from U+10000 on counted in) and dots from the start, the character after it is one of
+    ``:/?#`` or none, and the host's part after its last dot (the domain or the address's last number) is digits
+    only, or two characters or more none of which is ``A-Z``, ``0-9``, ``_`` or ``-``."""
+    for q in range(lo, hi):
+        c = codes[q]
+        if c == 64 or (c == 58 and q + 2 < hi and codes[q + 1] == 47 and codes[q + 2] == 47):  # "@", "://"
+            return True
+    h = lo
+    while h < hi:
+        c = codes[h]
+        if not (
+            c == 46  # "."
+            or c == 45  # "-"
+            or c == 95  # "_"
+            or 48 <= c <= 57
+            or 65 <= c <= 90
+            or 97 <= c <= 122
+            or c >= 0xA1
+        ):
+            break
+        h += 1
+    if h < hi:
+        c = codes[h]
+        if not (c == 58 or c == 47 or c == 63 or c == 35):  # ":", "/", "?", "#"
+            return False
+    d = h - 1
+    while d >= lo and codes[d] != 46:
+        d -= 1
+    if d < lo or d == h - 1:
+        return False  # no dot in the host, or nothing after its last one
+    digits, lower = True, True
+    for q in range(d + 1, h):
+        c = codes[q]
+        if not 48 <= c <= 57:
+            digits = False
+        if c == 45 or c == 95 or 48 <= c <= 57 or 65 <= c <= 90:
+            lower = False
+    return digits or (lower and h - d - 1 >= 2)
+
+
+@leaf
 def affix_tokens(
     codes, pos, data, lo0, hi0, program, vm, spans, t0, scratch, url
 ):  # pragma: no cover - compiled
@@ -1073,7 +1142,8 @@ def affix_tokens(
 
     English's URL pattern decides a middle that holds a dot: ``url`` says whether it matches (1 or 0); with -1
     the search returns :data:`ASK_URL` and the middle's span in ``spans[t0]``, for the caller to ask ``re`` and
-    call again."""
+    call again; with :data:`ASK_PLAUSIBLE_URL` it does so only where :func:`may_be_url` says the pattern might
+    match (elsewhere the middle is not a URL)."""
     (pieces, lb, alt_off, alt_len, lits, mask, alpha, alnum, stable, shashes, sstarts, sarena,
      ktable, khashes, kstarts, karena, pat_ids, pat_off, by_first, first_off, cand_idx, cand_off, sseen, kseen) = program  # fmt: skip
     vprog, vmask, flags, held, floating = vm
@@ -1164,8 +1234,8 @@ def affix_tokens(
                 if codes[q] == 46:
                     dot = True
                     break
-        if dot and url < 0:  # English's URL pattern decides a string with a dot: the caller asks re
-            spans[t0, 0], spans[t0, 1] = lo, hi
+        if dot and url < 0 and (url != ASK_PLAUSIBLE_URL or may_be_url(codes, lo, hi)):
+            spans[t0, 0], spans[t0, 1] = lo, hi  # English's URL pattern decides a string with a dot: ask re
             return ASK_URL
         if whole or (dot and url == 1) or (english and all_in(alnum, codes, lo, hi)):
             spans[t, 0], spans[t, 1] = lo, hi

@@ -297,8 +297,8 @@ def _words_of_chunks(
     (from ``k`` on). ``sizes[c]`` is -1 for a chunk declined (a code point past the tables, a chunk over
     :data:`MAX_CHUNK_BYTES`, or one the affix tier declines: the Python tiers split it), and
     :data:`~datapipe.languages.affix_kernel.ASK_URL` for one whose middle the URL pattern decides while
-    ``urls[c]`` is -1 (``where[c]`` then holds the middle's bytes from the chunk's start, ``lo * (MAX_CHUNK_BYTES +
-    1) + hi``). Returns (where it stopped in ``todo``, ids so far): at the end, or before a chunk the table of words has
+    ``urls[c]`` is negative (``re`` not asked yet; ``where[c]`` then holds the middle's bytes from the chunk's
+    start, ``lo * (MAX_CHUNK_BYTES + 1) + hi``). Returns (where it stopped in ``todo``, ids so far): at the end, or before a chunk the table of words has
     no room for (the caller grows it and goes on)."""
     while j < len(todo):
         c = todo[j]
@@ -370,14 +370,18 @@ def _in_order(out, where, sizes):  # pragma: no cover - compiled
 @kernel
 def _set_runs(out, where, sizes, first, ids, offsets, counts):  # pragma: no cover - compiled
     """:meth:`Interned.set_runs` of :func:`_in_order`'s ids and ``sizes`` in one pass: chunk ``first + c``'s ids
-    are ``out[where[c]:][:sizes[c]]``, written after the memo's ids. False (nothing written) when the memo's ids
-    have no room for them (the caller grows it and calls again)."""
+    are ``out[where[c]:][:sizes[c]]``, written after the memo's ids. Returns 1 when written; nothing is written
+    and it returns 0 when the memo's ids have no room for them (the caller grows it and calls again), -1 when a
+    chunk has no ids yet (``sizes[c]`` negative: the caller splits those first; asking here spares a reduction
+    over ``sizes`` per text)."""
     total = 0
     for c in range(len(sizes)):
+        if sizes[c] < 0:
+            return -1
         total += sizes[c]
     q = counts[2]
     if q + total > len(ids):
-        return False
+        return 0
     for c in range(len(sizes)):
         w = where[c]
         for i in range(sizes[c]):
@@ -385,7 +389,7 @@ def _set_runs(out, where, sizes, first, ids, offsets, counts):  # pragma: no cov
         q += sizes[c]
         offsets[first + 1 + c] = q
     counts[2] = q
-    return True
+    return 1
 
 
 class ChunkIds:
@@ -466,7 +470,8 @@ class ChunkIds:
         # a word is at least a byte: room for every chunk's words, and for those the Python tiers give after them
         out = np.empty(2 * int(memo.starts[added] - memo.starts[first]) + 1, dtype=np.int32)
         where, sizes = np.zeros(added - first, dtype=np.int64), np.zeros(added - first, dtype=np.int64)
-        urls = np.full(added - first, -1, dtype=np.int64)
+        urls = np.empty(added - first, dtype=np.int64)
+        urls.fill(program.url_ask)  # re asked where the URL pattern might match (np.full: 4 us more a text)
         alpha = letters()
 
         def run(todo: np.ndarray, k: int) -> int:
@@ -484,10 +489,14 @@ class ChunkIds:
                 table.reserve(len(table) + 1024, MAX_CHUNK_BYTES + 1)
 
         k = run(np.arange(added - first), 0)
-        if sizes.min() < 0:  # chunks the compiled tiers asked about or declined (few texts have one)
-            out = self._rest(first, added, out, where, sizes, urls, run, k)
-        while not _set_runs(out, where, sizes, first, memo.ids, memo.offsets, memo.counts):
-            memo.reserve(0, 0, int(sizes.sum()))
+        rested = False
+        while (done := _set_runs(out, where, sizes, first, memo.ids, memo.offsets, memo.counts)) != 1:
+            if done < 0:  # chunks the compiled tiers asked about or declined (few texts have one)
+                if rested:
+                    raise RuntimeError("chunk_ids: a chunk left without its words after the Python tiers")
+                out, rested = self._rest(first, added, out, where, sizes, urls, run, k), True
+            else:
+                memo.reserve(0, 0, int(sizes.sum()))
 
     def _rest(
         self,
