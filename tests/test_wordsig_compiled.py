@@ -69,3 +69,22 @@ def test_minimum_is_the_modulo_of_datatrove() -> None:
         one, zero = np.array([1], np.uint64), np.array([0], np.uint64)
         got = _minimum(np.array([x], np.uint64), one, zero)
         assert int(got[0]) == x % MERSENNE
+
+
+def test_simplify_is_simplify_text_on_every_code_point_and_combining_marks() -> None:
+    """The compiled decomposition (each code point's NFD, marks dropped) where Python's ``normalize`` was: every
+    code point beside letters with diacritics, and marks of every kind in random order (classes 0 and above,
+    nonspacing or not: a spacing mark of class above 0 sends the text to ``normalize``)."""
+    import sys
+
+    points = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000]
+    for i in range(0, len(points), 64):
+        group = points[i : i + 64]
+        text = "a" + " b".join(group) + "Ä" + "".join(group) + " é\u0301\u0323"
+        assert simplify(text) == simplify_text(text), hex(ord(group[0]))
+    rng = random.Random(5)
+    parts = ["\u0301", "\u0323", "\u0345", "\U0001d165", "\U0001d16d", "\u0f71", "\u302a", "ǅ", "ᾂ", "ä", "a"]
+    parts += [" ", "1", ".", "가", "\u05b0", "\u0903", "\u093c"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 8)))
+        assert simplify(text) == simplify_text(text), repr(text)
