@@ -23,7 +23,8 @@ try:
     from datapipe.orchestrate.registry import WORKER_MODULES
     from datapipe.orchestrate.warm import warm_stack
 
-    warm_stack((*WORKER_MODULES, "pipelines.local.worker"))
+    # jsonschema (the tokenize stage's finish validates the cache's ledger: each worker imported it in its warm-up)
+    warm_stack((*WORKER_MODULES, "pipelines.local.worker", "jsonschema", "referencing"))
     from datapipe.languages.spacy_words import splitter
     from datapipe.runtime.stage import WARM_TEXT
 
