@@ -652,7 +652,34 @@ def test_line_stats_equal_datatroves_splits(text):
     from datapipe.filters.textstats import line_stats
 
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    assert line_stats(codes).tolist() == _line_stats_by_python(text)
+    want = _line_stats_by_python(text)
+    assert line_stats(codes).tolist() == want
+    # without the paragraphs' counts (rules that read none): the others the same
+    assert line_stats(codes, paragraphs=False).tolist() == [-1, -1, -1, *want[3:]]
+
+
+def test_a_document_without_paragraph_rules_counts_no_paragraphs_and_the_same_decisions():
+    """FineWeb-2's Gopher repetition (paragraph rules off) and Gopher quality read ``line_counts``, made without
+    the paragraphs' counts and shared; a rule that reads paragraphs makes the whole counts; rewriting the text
+    drops both."""
+    from datapipe.filters.document import FilterDoc
+    from datapipe.filters.gopher import GopherQuality, GopherRepetition
+
+    text = "a b c d\n\na b c d\nthe end of it...\n# x\n" * 3
+    doc = FilterDoc(text)
+    off = GopherRepetition(
+        dup_para_frac=None, dup_para_char_frac=None, dup_line_frac=None, dup_line_char_frac=None
+    )
+    assert off(doc) == GopherRepetition(dup_para_frac=None, dup_para_char_frac=None, dup_line_frac=None,
+                                        dup_line_char_frac=None)(FilterDoc(text))  # fmt: skip
+    assert "stats" not in doc.__dict__ and doc.line_counts()[0] == -1
+    GopherQuality()(doc)
+    assert "stats" not in doc.__dict__
+    GopherRepetition()(doc)
+    assert doc.__dict__["stats"][0] == len(re.split(r"\n{2,}", text.strip()))
+    assert doc.line_counts() is doc.stats
+    doc.text = "one line"
+    assert "_line_counts" not in doc.__dict__ and "stats" not in doc.__dict__
 
 
 def _fineweb_stats_by_python(text: str) -> tuple[int, int, int, int, int]:

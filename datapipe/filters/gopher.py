@@ -51,19 +51,19 @@ class GopherQuality:
                 )
         if (
             self.max_symbol_word_ratio
-            and (hashes := int(doc.stats[textstats.HASHES]) / n_words) > self.max_symbol_word_ratio
+            and (hashes := int(doc.line_counts()[textstats.HASHES]) / n_words) > self.max_symbol_word_ratio
         ):
             return Removal(
                 "gopher_too_many_hashes", "hashes_per_word", hashes, ">", self.max_symbol_word_ratio
             )
         if (
             self.max_symbol_word_ratio
-            and (dots := int(doc.stats[textstats.ELLIPSES]) / n_words) > self.max_symbol_word_ratio
+            and (dots := int(doc.line_counts()[textstats.ELLIPSES]) / n_words) > self.max_symbol_word_ratio
         ):
             return Removal(
                 "gopher_too_many_ellipsis", "ellipses_per_word", dots, ">", self.max_symbol_word_ratio
             )
-        stats = doc.stats  # str.splitlines's lines, from the compiled walk
+        stats = doc.line_counts()  # str.splitlines's lines, from the compiled walk
         if n_lines := int(stats[textstats.SPLITLINES]):
             if self.max_bullet_lines_ratio:
                 bullets = int(stats[textstats.BULLET_LINES])
@@ -126,7 +126,9 @@ class GopherRepetition:
         text = doc.text
         if not text:
             return Removal("empty", "chars", 0)
-        stats = doc.stats  # paragraphs and lines, split as datatrove splits them, from the compiled walk
+        # paragraphs and lines, split as datatrove splits them, from the compiled walk (paragraphs where a rule
+        # reads them)
+        stats = doc.stats if self.dup_para_frac or self.dup_para_char_frac else doc.line_counts()
         n_para, n_dup, chars = (
             int(x) for x in stats[textstats.PARAGRAPHS : textstats.DUP_PARAGRAPH_CHARS + 1]
         )

@@ -46,9 +46,11 @@ def fineweb_stats(codes: np.ndarray, stop: np.ndarray, short_length: int) -> tup
     return int(lines), int(punct), int(short), int(dup), int(newlines)
 
 
-def line_stats(codes: np.ndarray) -> np.ndarray:
-    """The counts named by this module's constants, for the text whose code points are ``codes``."""
-    return _line_stats(codes, SPACE, BREAKS)
+def line_stats(codes: np.ndarray, paragraphs: bool = True) -> np.ndarray:
+    """The counts named by this module's constants, for the text whose code points are ``codes``; without
+    ``paragraphs``, the three paragraph counts are -1 (not counted: a walk and a table of its pieces' hashes
+    less, for rules that read none of them, as FineWeb-2's Gopher repetition with its paragraph rules off)."""
+    return _line_stats(codes, SPACE, BREAKS, paragraphs)
 
 
 _BASE = np.uint64(0x100000001B3)
@@ -92,7 +94,7 @@ def _repeats(codes, starts, ends):  # pragma: no cover - compiled
 
 
 @kernel
-def _line_stats(codes, space, breaks):  # pragma: no cover - compiled
+def _line_stats(codes, space, breaks, paragraphs):  # pragma: no cover - compiled
     n = len(codes)
     out = np.zeros(11, dtype=np.int64)
     # Gopher repetition's lines: re.split("\n+", text), empty pieces at either end included
@@ -114,6 +116,9 @@ def _line_stats(codes, space, breaks):  # pragma: no cover - compiled
     out[4], out[5] = _repeats(codes, starts[:m], ends[:m])
     # paragraphs: re.split(r"\n{2,}", text.strip())
     a, b = 0, n
+    if not paragraphs:
+        out[0], out[1], out[2] = -1, -1, -1
+        b = 0  # no piece walked or hashed
     while a < b and _is_space(codes[a], space):
         a += 1
     while b > a and _is_space(codes[b - 1], space):
@@ -128,10 +133,11 @@ def _line_stats(codes, space, breaks):  # pragma: no cover - compiled
             start = i
         else:
             i += 1
-    starts[m], ends[m] = start, b
-    m += 1
-    out[0] = m
-    out[1], out[2] = _repeats(codes, starts[:m], ends[:m])
+    if paragraphs:
+        starts[m], ends[m] = start, b
+        m += 1
+        out[0] = m
+        out[1], out[2] = _repeats(codes, starts[:m], ends[:m])
     # str.splitlines: a line per boundary (\r\n one), none after a final boundary
     lines, bullets, ellipsis, i, start = 0, 0, 0, 0, 0
     while i <= n:
