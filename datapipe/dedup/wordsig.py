@@ -26,7 +26,7 @@ from datatrove.utils.text import NUMBERS_PATTERN, PUNCTUATION_TRANS, WHITESPACE_
 
 from datapipe.config.stages import MinHashConfig
 from datapipe.dedup.minhash import shingle_hashes
-from datapipe.kernels.jit import kernel
+from datapipe.kernels.jit import kernel, leaf
 from datapipe.kernels.utf8 import every_character
 from datapipe.kernels.xxh64 import xxh64
 from datapipe.languages import LanguageError, Splitter, word_splitter
@@ -179,12 +179,20 @@ def _decomposed_unmarked(codes, starts, points, odd, marks, space):  # pragma: n
                 if not marks[d]:
                     out[n] = d
                     n += 1
+    a, b = _strip(out, n, space)
+    return out[a:b], True
+
+
+@leaf
+def _strip(out, n, space):  # pragma: no cover - compiled
+    """Where ``str.strip`` would cut the first ``n`` code points of ``out``: (start, end) without the white space
+    (``space``) at either end."""
     a, b = 0, n
     while a < b and out[a] < len(space) and space[out[a]]:
         a += 1
     while b > a and out[b - 1] < len(space) and space[out[b - 1]]:
         b -= 1
-    return out[a:b], True
+    return a, b
 
 
 @kernel
@@ -234,11 +242,7 @@ def _unmarked(codes, marks, space):  # pragma: no cover - compiled
         if not marks[c]:
             out[n] = c
             n += 1
-    s, e = 0, n
-    while s < e and out[s] < len(space) and space[out[s]]:
-        s += 1
-    while e > s and out[e - 1] < len(space) and space[out[e - 1]]:
-        e -= 1
+    s, e = _strip(out, n, space)
     return out[s:e]
 
 
