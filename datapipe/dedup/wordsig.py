@@ -309,9 +309,8 @@ def _ngram_hashes(arena, starts, ids, n):  # pragma: no cover - compiled
     for w in ids:
         size += starts[w + 1] - starts[w] + 1
     joined = np.empty(size, dtype=np.uint8)
-    begins = np.empty(
-        len(ids) + 1, dtype=np.int64
-    )  # where each word starts in ``joined``, and one past the end
+    # where each word starts in ``joined``, and one past the end
+    begins = np.empty(len(ids) + 1, dtype=np.int64)
     k = 0
     for j in range(len(ids)):
         begins[j] = k
