@@ -7,7 +7,15 @@ also ends the process without tearing the interpreter down (:mod:`datapipe.runti
 
 from __future__ import annotations
 
-from datapipe.orchestrate.launch import command, main, run
+# a local build's fork server starts before the launcher's imports (see start_early)
+if __name__ == "__main__":
+    import sys
+
+    from pipelines.local.server import start_early
+
+    start_early(sys.argv[1:])
+
+from datapipe.orchestrate.launch import command, main, run  # noqa: E402 - after the fork server's start
 
 __all__ = ["command", "main", "run"]
 

@@ -523,3 +523,52 @@ def test_the_fork_server_ends_without_tearing_its_interpreter_down():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, "end\n"), proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, early",
+    [
+        (["--mixture", "m.yaml", "--engine", "local", "--processes", "2"], True),
+        (["--mixture=m.yaml", "--engine=local"], True),
+        (["--mixture", "m.yaml", "--engine", "local", "--dry-run"], False),  # a dry run starts no process
+        (["--mixture", "m.yaml", "--engine", "local", "--processes", "0"], False),  # refused first
+        (["--mixture", "m.yaml", "--engine", "local", "--processes=x"], False),
+        (["--mixture", "m.yaml", "--engine", "local", "-h"], False),
+        (["--mixture", "m.yaml", "--engine", "beam"], False),
+        (["--mixture", "m.yaml"], False),  # the default engine is Beam's
+        (["--mixture", "m.yaml", "--engine"], False),
+    ],
+)
+def test_which_flags_start_the_fork_server_before_the_launcher_parses_them(argv, early):
+    from pipelines.local.server import asks_for_local
+
+    assert asks_for_local(argv) is early
+
+
+def test_the_launcher_starts_a_local_builds_fork_server_before_its_own_imports(tmp_path):
+    """``python -m pipelines.build_mixture --engine local`` starts the fork server (whose preload is the start's
+    critical path) before it imports the launcher; a dry run or another engine leaves it to the engine."""
+    code = textwrap.dedent(
+        """
+        import runpy, sys
+        from multiprocessing import forkserver
+
+        class Watch:  # says, when the launcher's module is first looked for, whether the fork server runs
+            def find_spec(self, name, path=None, target=None):
+                if name == "datapipe.orchestrate.launch":
+                    print("server running:", forkserver._forkserver._forkserver_pid is not None, flush=True)
+                return None
+
+        sys.meta_path.insert(0, Watch())
+        sys.argv = ["build_mixture", *sys.argv[1:]]
+        runpy.run_module("pipelines.build_mixture", run_name="__main__")
+        """
+    )
+    missing = str(tmp_path / "missing.yaml")
+    for flags, running in ((["--engine", "local", "--processes", "2"], True), (["--dry-run"], False)):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "--mixture", missing, *flags],
+            cwd=REPO, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr  # the mixture does not exist: one line, status 2
+        assert proc.stdout.splitlines()[0] == f"server running: {running}", proc.stdout
