@@ -118,22 +118,26 @@ _CAPTION_END = re.compile(
 # an appeal to the reader set as a paragraph, at most APPEAL_CHARS characters: the site asks for support, a
 # subscription or a sign-up in the first person plural, or to get its app (the dev set's languages)
 APPEAL_CHARS = 400
-APPEALS = (
-    r"(?:support|subscribe to|join|follow) (?:us|our (?:work|journalism|newsletter|community|channel))\b|"
-    r"(?:consider|please) (?:supporting|subscribing|donating|becoming a (?:member|subscriber|supporter))|"
-    r"become a (?:member|subscriber|supporter|patron)\b|subscribe now\b|sign up (?:here|now|for our)\b|"
-    r"download (?:the|our) .{0,40}\bapps?\b|"
-    r"apóyanos|únete a nuestr[oa]|suscríbete|hazte (?:socio|miembro|suscriptor)|"
-    r"unterstützen sie uns|unterstütze uns|abonnieren sie|werden sie (?:mitglied|abonnent)|"
-    r"soutenez[- ]nous|abonnez[- ]vous|faites un don|"
-    r"sostienici|abbonati|iscriviti alla|wesprzyj nas|zapisz się|"
-    r"steun ons|word lid|"
-    r"(?:ya|tenemos) .{0,40}canal de telegram|"
-    r"(?:our|unser\w*|notre|nos|nuestr[oa]s?|i nostri|nasz\w*) \w*newsletter\w*|"
-    r"s[ií]guenos en|follow us on|folgen sie uns|folge uns|suivez[- ]nous|seguici su|obserwuj nas|"
-    r"jede (?:kleine )?spende|every (?:donation|contribution)|cada donaci[oó]n|chaque don|"
-    r"zapraszamy (?:też |również )?do (?:subskrypcji|prenumeraty)"
-)
+# (one phrase per alternative, each opening with a letter: the compiled verdicts group them by it)
+_US_OR_OURS = r"(?:us|our (?:work|journalism|newsletter|community|channel))\b"
+_BECOMING = r"(?:supporting|subscribing|donating|becoming a (?:member|subscriber|supporter))"
+APPEAL_PHRASES = (
+    *(f"{w} {_US_OR_OURS}" for w in ("support", "subscribe to", "join", "follow")),
+    *(f"{w} {_BECOMING}" for w in ("consider", "please")),
+    r"become a (?:member|subscriber|supporter|patron)\b", r"subscribe now\b", r"sign up (?:here|now|for our)\b",
+    r"download (?:the|our) .{0,40}\bapps?\b",
+    "apóyanos", "únete a nuestr[oa]", "suscríbete", "hazte (?:socio|miembro|suscriptor)",
+    "unterstützen sie uns", "unterstütze uns", "abonnieren sie", "werden sie (?:mitglied|abonnent)",
+    "soutenez[- ]nous", "abonnez[- ]vous", "faites un don",
+    "sostienici", "abbonati", "iscriviti alla", "wesprzyj nas", "zapisz się",
+    "steun ons", "word lid",
+    *(f"{w} .{{0,40}}canal de telegram" for w in ("ya", "tenemos")),
+    *(rf"{w} \w*newsletter\w*" for w in ("our", r"unser\w*", "notre", "nos", "nuestr[oa]s?", "i nostri", r"nasz\w*")),
+    "s[ií]guenos en", "follow us on", "folgen sie uns", "folge uns", "suivez[- ]nous", "seguici su", "obserwuj nas",
+    "jede (?:kleine )?spende", "every (?:donation|contribution)", "cada donaci[oó]n", "chaque don",
+    "zapraszamy (?:też |również )?do (?:subskrypcji|prenumeraty)",
+)  # fmt: skip
+APPEALS = "|".join(APPEAL_PHRASES)
 _AD_LABEL = re.compile(
     r"(?:advertisement|advertising|anzeige|werbung|publicidad|publicité|pubblicità|reklama|reclame|sponsored|"
     r"gesponsert)\s*[:.]?",
