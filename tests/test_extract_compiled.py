@@ -209,15 +209,17 @@ def test_the_compiled_text_tests_let_every_candidate_by(trees: list[LexborHTMLPa
         assert verdicts.text_size(text) == size_of(text), text
 
 
-def test_the_folded_appeal_pattern_reads_every_code_point_as_the_case_blind_one() -> None:
-    """The compiled verdicts find an appeal with ``rules.APPEALS`` case-sensitive over the folded text: the same
+@pytest.mark.parametrize("pattern", verdicts.FOLDED_PATTERNS, ids=["appeal", "caption_start", "caption_end"])
+def test_a_folded_pattern_reads_every_code_point_as_the_case_blind_one(pattern: re.Pattern[str]) -> None:
+    """The compiled verdicts read the rules' case-blind patterns case-sensitive over the folded text: the same
     answer on every text when each character of the pattern matches, case-blind, exactly the characters that fold
-    to it, and ``\\w`` (so ``\\b``) and ``.`` read every character as its fold. Held over every code point, with the
-    engine's own case-blind matching as the reference."""
+    to it, and ``\\w`` (so ``\\b``), ``\\s``, ``\\d`` and ``.`` read every character as its fold. Held over every
+    code point, with the engine's own case-blind matching as the reference."""
+    assert not pattern.flags & re.IGNORECASE
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     folds = verdicts.folded("".join(chars))
     assert len(folds) == len(chars)
-    literals = sorted(set(rules.APPEALS) | {"\n"})
+    literals = sorted(set(pattern.pattern) | {"\n"})
     any_literal = re.compile("[" + "".join(re.escape(x) for x in literals) + "]", re.IGNORECASE)
     blind = [c for c in chars if any_literal.fullmatch(c)]
     for x in literals:
@@ -225,15 +227,18 @@ def test_the_folded_appeal_pattern_reads_every_code_point_as_the_case_blind_one(
         assert {c for c in blind if same.fullmatch(c)} == {
             c for c, f in zip(chars, folds, strict=True) if f == x
         }, x
-    word = re.compile(r"\w")
-    assert [c for c, f in zip(chars, folds, strict=True) if bool(word.match(c)) != bool(word.match(f))] == []
+    for cls in (r"\w", r"\s", r"\d"):
+        each = re.compile(cls)
+        assert [
+            c for c, f in zip(chars, folds, strict=True) if bool(each.match(c)) != bool(each.match(f))
+        ] == []
     assert [c for c, f in zip(chars, folds, strict=True) if (c == "\n") != (f == "\n")] == []
 
 
-def test_the_appeal_phrases_grouped_by_letter_find_what_they_find(trees: list[LexborHTMLParser]) -> None:
+def test_the_folded_patterns_find_what_the_rules_find(trees: list[LexborHTMLParser]) -> None:
     """``by_first_letter`` changes how the engine tries the phrases, not what they find: on every block of the
     fixture pages, on each phrase's own words and on texts made of two phrases' words, the grouped pattern and the
-    phrases joined find the same; and the compiled verdicts' appeal test is the reference's."""
+    phrases joined find the same; and the compiled verdicts' appeal and caption tests are the reference's."""
     joined = re.compile(r"(?:" + "|".join(rules.APPEAL_PHRASES) + r")\b")
     grouped = re.compile(r"(?:" + verdicts.by_first_letter(rules.APPEAL_PHRASES) + r")\b")
     module, how = walk.learned()
@@ -247,14 +252,18 @@ def test_the_appeal_phrases_grouped_by_letter_find_what_they_find(trees: list[Le
         "Únete a nuestra comunidad", "Abonnez-vous", "ya tenemos un canal de telegram", "unsere newsletter",
         "nuestros boletines newsletter", "síguenos en", "jede kleine spende", "cada donación", "zapraszamy do subskrypcji",
         "Follow us on", "folgen sie uns", "sign up for our", "join our community", "every contribution",
+        "Foto: Andina", "PHOTO 2: the bridge", "(Credit: X / Grist)", "Titelbild: dpa", "a / Getty Images",
+        "Fotó: nem", "İmage: x", "ſource: Reuters", "x /domena publiczna", "Figure 1: a diagram", "© AFP",
     ]  # fmt: skip
     words = [t for phrase in rules.APPEAL_PHRASES for t in re.split(r"[^\w ]+", phrase) if t.strip()]
     texts += samples + words + [a + " " + b for a in words[:40] for b in words[:40]]
-    assert sum(bool(joined.search(verdicts.folded(t))) for t in texts) >= len(samples)
+    assert sum(bool(joined.search(verdicts.folded(t))) for t in texts) >= 18
+    assert sum(rules._is_caption(t) for t in texts) >= 7
     for text in texts:
         folded = verdicts.folded(text)
         assert bool(grouped.search(folded)) == bool(joined.search(folded)), text
         assert bool(grouped.search(folded)) == bool(rules._APPEAL.search(text)), text
+        assert verdicts.caption(text) == rules._is_caption(text), text
     with pytest.raises(ValueError, match="open with a letter"):
         verdicts.by_first_letter(["(?:a|b) c"])
 

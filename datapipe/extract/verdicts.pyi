@@ -1,5 +1,7 @@
 """Types of the rules' compiled verdicts (``verdicts.pyx``; built by ``python -m datapipe.extract.build``)."""
 
+import re
+
 from datapipe.extract.blocks import Block, Container
 
 class Needles:
@@ -11,7 +13,11 @@ APPEAL_WORDS: Needles
 CAPTION_WORDS: Needles
 
 def folded(text: str) -> str: ...
+
+FOLDED_PATTERNS: tuple[re.Pattern[str], ...]
+
 def by_first_letter(phrases: tuple[str, ...] | list[str]) -> str: ...
 def decide(blocks: list[Block], containers: list[Container]) -> list[str]: ...
 def text_size(text: str) -> int: ...
 def caption_candidate(text: str) -> bool: ...
+def caption(text: str) -> bool: ...
