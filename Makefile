@@ -20,7 +20,7 @@ PYTEST_FLAGS ?= -n 2 --dist loadfile
 venv: $(STAMP)
 
 # the extractor's compiled tree walk is built last, against the selectolax just installed
-$(STAMP): pyproject.toml Makefile datapipe/extract/treewalk.pyx datapipe/extract/scoring.pyx datapipe/extract/verdicts.pyx datapipe/extract/build.py
+$(STAMP): pyproject.toml Makefile datapipe/extract/treewalk.pyx datapipe/extract/scoring.pyx datapipe/extract/verdicts.pyx datapipe/extract/records.pyx datapipe/extract/records.pxd datapipe/extract/build.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 	$(PIP) install -e '.[dev]' 2>&1 | grep -v -e '^WARNING: Location' -e 'BuildBackendWarning' ; test $${PIPESTATUS[0]} -eq 0

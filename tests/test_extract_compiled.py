@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import pickle
 import re
 from pathlib import Path
 
@@ -106,6 +107,37 @@ def test_the_compiled_verdicts_are_the_rules(trees: list[LexborHTMLParser], mode
             ]
             kept += got.count("")
     assert kept > 100
+
+
+def test_a_block_is_the_record_the_dataclass_was(trees: list[LexborHTMLParser]) -> None:
+    """The compiled block record (``records.pyx``) reads from Python as the dataclass it replaced: its constructor
+    and defaults, equality, ``repr``, pickling, no hash, no other attribute, a mask past 64 bits; and it is what
+    the walk makes."""
+    b = Block("p", "Some text.", 2, 10)
+    assert (b.kind, b.text, b.link_chars, b.chars, b.mask, b.path) == (
+        "p",
+        "Some text.",
+        2,
+        10,
+        0,
+        (-1, -1, -1, -1),
+    )
+    assert b == Block("p", "Some text.", 2, 10, 0, (-1, -1, -1, -1))
+    assert b != Block("p", "Some text.", 2, 11) and b != ("p", "Some text.", 2, 10, 0, (-1, -1, -1, -1))
+    assert (
+        repr(b) == "Block(kind='p', text='Some text.', link_chars=2, chars=10, mask=0, path=(-1, -1, -1, -1))"
+    )
+    assert pickle.loads(pickle.dumps(b)) == b
+    with pytest.raises(TypeError):
+        hash(b)
+    with pytest.raises(AttributeError):
+        b.other = 1  # type: ignore[attr-defined]
+    b.mask, b.path = 1 << 70, (3, 5, 8, 13)
+    assert pickle.loads(pickle.dumps(b)) == Block("p", "Some text.", 2, 10, 1 << 70, (3, 5, 8, 13))
+    module, how = walk.learned()
+    w = module.Walk(how)
+    w.run(trees[0].body.mem_id)
+    assert w.blocks and all(type(x) is Block for x in w.blocks)
 
 
 def test_the_compiled_verdicts_leave_other_records_to_the_reference() -> None:

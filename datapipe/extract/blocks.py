@@ -4,13 +4,16 @@ of the text gathered (:func:`make_block`), and which containers are the content 
 
 Why a module of its own: the walk (:mod:`datapipe.extract.walk`), the rules (:mod:`datapipe.extract.rules`) and the
 rendering (:mod:`datapipe.extract.render`) all speak of blocks and containers; kept here, none of them imports
-another for the shapes alone. Depends on nothing else of the extractor.
+another for the shapes alone. Depends on nothing else of the extractor but :class:`Block` itself, which is compiled
+(:mod:`datapipe.extract.records`: the compiled walk, verdicts and features set and read its fields in place).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from datapipe.extract.records import Block
 
 # the kinds of heading block, and their levels
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -38,22 +41,6 @@ def size_of(text: str) -> int:
     if text.isascii():
         return n
     return n + (WIDE_WEIGHT - 1) * len(_WIDE.findall(text))
-
-
-@dataclass(slots=True)
-class Block:
-    """A run of text between block boundaries, with what the decision needs."""
-
-    kind: str  # "p", "h1".."h6", "li", "tr", "pre"
-    text: str
-    link_chars: int
-    chars: int
-    mask: int = (
-        0  # the groups of tags and names around it (:mod:`datapipe.extract.signals`), for the block model
-    )
-    # the numbers of its four innermost structural elements (numbered as the walk opened them), innermost last, -1
-    # for a level it does not have: which blocks share a parent, a grandparent, ... (the block model's regions)
-    path: tuple[int, ...] = (-1, -1, -1, -1)
 
 
 @dataclass(slots=True)

@@ -22,6 +22,10 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "treewalk.pyx"
 SCORING = HERE / "scoring.pyx"  # the learned extractor's block statistics and trees (no lexbor needed)
 VERDICTS = HERE / "verdicts.pyx"  # the rules' verdicts (rules.decide), compiled (no lexbor needed)
+RECORDS = (
+    HERE / "records.pyx"
+)  # the walk's block record, which the three read and write in place (records.pxd)
+MODULES = ("records", "treewalk", "scoring", "verdicts")
 HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
 
 
@@ -54,8 +58,8 @@ def fetch_headers(release: str, into: Path) -> Path:
 
 
 def build(headers: Path, release: str) -> list[Path]:
-    """Compile ``treewalk.pyx`` (against lexbor's headers), ``scoring.pyx`` (against numpy's) and ``verdicts.pyx``
-    in place, next to this file; returns the extension modules' paths."""
+    """Compile ``records.pyx``, ``treewalk.pyx`` (against lexbor's headers), ``scoring.pyx`` (against numpy's) and
+    ``verdicts.pyx`` in place, next to this file; returns the extension modules' paths."""
     import numpy
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
@@ -75,7 +79,15 @@ def build(headers: Path, release: str) -> list[Path]:
         extra_compile_args=["-O2"],
     )
     verdicts = Extension("datapipe.extract.verdicts", [str(VERDICTS)], extra_compile_args=["-O2"])
-    dist = Distribution({"ext_modules": cythonize([walk, scoring, verdicts], quiet=True, language_level=3)})
+    records = Extension("datapipe.extract.records", [str(RECORDS)], extra_compile_args=["-O2"])
+    # the package's root on the include path: the modules cimport datapipe.extract.records from any working folder
+    modules = cythonize(
+        [records, walk, scoring, verdicts],
+        quiet=True,
+        language_level=3,
+        include_path=[str(HERE.parent.parent)],
+    )
+    dist = Distribution({"ext_modules": modules})
     cmd = dist.get_command_obj("build_ext")
     cmd.inplace = True
     # never link an object file that another build (of another checkout) left in the shared temporary folder
@@ -84,7 +96,7 @@ def build(headers: Path, release: str) -> list[Path]:
     cmd.build_lib = str(headers.parent / "lib")
     dist.package_dir = {"datapipe": str(HERE.parent)}
     dist.run_command("build_ext")
-    return [next(HERE.glob(f"{name}.*.so")) for name in ("treewalk", "scoring", "verdicts")]
+    return [next(HERE.glob(f"{name}.*.so")) for name in MODULES]
 
 
 def main() -> None:

@@ -90,8 +90,8 @@ Where each part is (this module is their public face: it re-exports their public
 
 - :mod:`datapipe.extract.names`: the vocabulary of class and id words, tags and roles, and the cached name
   classifiers (rule 2's names, rule 3's :data:`ROOT_NAMES`);
-- :mod:`datapipe.extract.blocks`: the walk's record (:class:`Block`, :class:`Container`, :func:`make_block`) and the
-  choice of the content roots (:func:`choose_root`, rule 3);
+- :mod:`datapipe.extract.blocks`: the walk's record (:class:`Block`, compiled in :mod:`datapipe.extract.records`,
+  :class:`Container`, :func:`make_block`) and the choice of the content roots (:func:`choose_root`, rule 3);
 - :mod:`datapipe.extract.rules`: :func:`decide` and the thresholds and patterns of rules 2-6;
 - :mod:`datapipe.extract.render`: the kept blocks as text (:func:`render`) and the headline (:func:`headline`, rule 7);
 - :mod:`datapipe.extract.walk`: what the compiled walk is told (rule 1's tags, :class:`WalkRules`) and the check that

@@ -20,6 +20,8 @@ from libc.stdlib cimport calloc, free, malloc
 import numpy as np
 cimport numpy as cnp
 
+from datapipe.extract.records cimport Block
+
 cnp.import_array()
 
 # the columns of text_stats, in order
@@ -491,7 +493,8 @@ cdef object _fill(
 ):
     """:func:`fill_features` with its scratch (zeroed, of the page's sizes)."""
     cdef Py_ssize_t n = len(blocks), i, j, k, d, col, level, width
-    cdef list texts = [b.text for b in blocks]
+    cdef Block b
+    cdef list texts = [(<Block?> x).text for x in blocks]
     cdef cnp.ndarray[cnp.float32_t, ndim=2] stats = text_stats(texts)
     cdef dict seen = {}, reasons = {}
     cdef object got
@@ -516,7 +519,7 @@ cdef object _fill(
         verdict[i] = got
     for i in range(n):
         repeats[i] = seen[texts[i]]
-        b = blocks[i]
+        b = <Block> blocks[i]
         kind[i] = kinds.get(b.kind, 0)
         chars[i] = b.chars
         links[i] = b.link_chars
@@ -574,7 +577,7 @@ cdef object _fill(
     # groups
     col = n_kinds + n_whys + 8
     for i in range(n):
-        mask = blocks[i].mask
+        mask = (<Block> blocks[i]).mask
         for k in range(0, n_groups, 64):
             part = PyLong_AsUnsignedLongLongMask(mask >> k if k else mask)
             if part == 0:

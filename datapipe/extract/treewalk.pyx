@@ -36,6 +36,8 @@ from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
+from datapipe.extract.records cimport Block
+
 
 cdef extern from *:
     const char *DATAPIPE_SELECTOLAX "DATAPIPE_SELECTOLAX"
@@ -1166,8 +1168,7 @@ cdef class Walk:
     # what the page declares it is, in its body: each JSON-LD script's text and each microdata itemtype (read by
     # datapipe.extract.pagetype; the head's are read from the tree)
     cdef public list declared
-    cdef object block
-    cdef object new  # object.__new__: a block and a container made without their dataclass's __init__ (new_block)
+    cdef object new  # object.__new__: a container made without its dataclass's __init__ (new_container)
     cdef Gathered text
     cdef Py_ssize_t link_chars, link, boiler
     cdef Py_ssize_t page_chars  # the page's text (see page()), -1 until counted
@@ -1196,7 +1197,6 @@ cdef class Walk:
         self.vocab = rules.vocabulary
         self.discussion = rules.discussion
         self.make_block = rules.make_block
-        self.block = rules.block
         self.container = rules.container
         self.new = object.__new__
         self.hidden_style = rules.hidden_style
@@ -1285,10 +1285,9 @@ cdef class Walk:
         return 0
 
     cdef object new_block(self, str text, Py_ssize_t link_chars, Py_ssize_t n):
-        """``Block(kind, text, link_chars, n, mask, path)`` of the block being closed, its fields set one by one on a
-        new instance: a dataclass's ``__init__`` is a Python function, and calling it for each of a page's ~180
-        blocks cost ~0.1 ms of a page's ~3 (every field is set here, so its defaults are not needed)."""
-        cdef object block = self.new(self.block)
+        """``Block(kind, text, link_chars, n, mask, path)`` of the block being closed, made without a call to its
+        ``__init__`` and its fields set in place (:mod:`datapipe.extract.records`): every field is set here."""
+        cdef Block block = Block.__new__(Block)
         block.kind = self.kind
         block.text = text
         block.link_chars = link_chars

@@ -26,6 +26,8 @@ cdef extern from "Python.h":
 
 import re
 
+from datapipe.extract.records cimport Block
+
 from datapipe.extract import rules as _rules
 from datapipe.extract.blocks import WIDE_WEIGHT as _WIDE_WEIGHT
 from datapipe.extract.blocks import choose_root
@@ -476,7 +478,8 @@ def decide(list blocks, list containers):
     cdef int *before = NULL
     cdef Py_ssize_t *roots_se = NULL
     cdef Py_ssize_t *cores_se = NULL
-    cdef object kind, label, c, r
+    cdef object kind, label, c, r, item
+    cdef Block b
     cdef list texts = [None] * n, labels = [None] * n, why
     cdef dict codes = _KIND_CODES, seen
     for c in containers:  # only the walk's shapes: anything else is the reference's
@@ -504,7 +507,10 @@ def decide(list blocks, list containers):
         ):
             raise MemoryError()
         for i in range(n):
-            b = blocks[i]
+            item = blocks[i]
+            if type(item) is not Block:
+                return _rules.decide(blocks, containers)
+            b = <Block> item
             kind = codes.get(b.kind)
             if kind is None:
                 return _rules.decide(blocks, containers)

@@ -89,7 +89,8 @@ def _tag_ids() -> dict[str, int]:
 class WalkRules:
     """What the compiled walk (:mod:`datapipe.extract.treewalk`) needs to know of the rules: per lexbor tag
     id, what the tag is to the walk (:data:`_WHAT`), its flags, name and block kind; and the callables it defers
-    to for a name's verdict, a block and a container."""
+    to for a name's verdict, a preformatted block and a container (the other blocks it makes itself: a compiled
+    :class:`~datapipe.extract.records.Block`)."""
 
     what: bytes
     flags: bytes
@@ -99,7 +100,6 @@ class WalkRules:
     # the class and id words (names.py) and the groups (signals.py) as the walk reads them: a treewalk.Vocabulary
     vocabulary: object
     make_block: Callable[[str, str, int], Block | None]
-    block: type[Block]
     container: type[Container]
     hidden_style: Callable[[str], object]
     skip_share: float = SKIP_SHARE
@@ -160,7 +160,6 @@ def compiled() -> tuple[ModuleType, WalkRules]:
         BOILERPLATE_ROLES,
         vocabulary(treewalk, tuple(masks)),
         make_block,
-        Block,
         Container,
         _HIDDEN_STYLE.search,
     )

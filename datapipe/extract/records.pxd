@@ -1,0 +1,9 @@
+# The walk's record of a block, as the compiled modules read it (records.pyx says why).
+
+cdef class Block:
+    cdef public str kind
+    cdef public str text
+    cdef public Py_ssize_t link_chars
+    cdef public Py_ssize_t chars
+    cdef public object mask
+    cdef public tuple path
