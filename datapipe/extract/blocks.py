@@ -4,16 +4,16 @@ of the text gathered (:func:`make_block`), and which containers are the content 
 
 Why a module of its own: the walk (:mod:`datapipe.extract.walk`), the rules (:mod:`datapipe.extract.rules`) and the
 rendering (:mod:`datapipe.extract.render`) all speak of blocks and containers; kept here, none of them imports
-another for the shapes alone. Depends on nothing else of the extractor but :class:`Block` itself, which is compiled
-(:mod:`datapipe.extract.records`: the compiled walk, verdicts and features set and read its fields in place).
+another for the shapes alone. Depends on nothing else of the extractor but the two records themselves, which are
+compiled (:mod:`datapipe.extract.records`: the compiled walk, verdicts and features set and read their fields in
+place).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from datapipe.extract.records import Block
+from datapipe.extract.records import Block, Container
 
 # the kinds of heading block, and their levels
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -41,34 +41,6 @@ def size_of(text: str) -> int:
     if text.isascii():
         return n
     return n + (WIDE_WEIGHT - 1) * len(_WIDE.findall(text))
-
-
-@dataclass(slots=True)
-class Container:
-    """An element whose blocks are judged together: boilerplate by name (kind "boiler"), a root candidate (kind
-    "root", tiers 1-3) or a part named a teaser (kind "root", :data:`datapipe.extract.names.TEASER_TIER`)."""
-
-    kind: str
-    tier: int
-    start: int
-    end: int = -1
-    chars: int = 0
-    tag: str = ""
-    attrs: dict[str, str | None] | None = None
-    skipped: bool = False  # decided during the walk: its text was not visited
-    link_chars: int = 0  # of ``chars``, those in links (set by :func:`datapipe.extract.rules.decide`)
-
-    @property
-    def name(self) -> str:
-        """Tag, role, id and class (``div@navigation#menu.main-nav|top``): what the audit shows. Written only
-        when asked for: most containers hold no kept-or-dropped block worth naming."""
-        out = self.tag
-        if self.attrs:
-            for key, mark in (("role", "@"), ("id", "#"), ("class", ".")):
-                value = self.attrs.get(key)
-                if value:
-                    out += mark + "|".join(value.split())
-        return out
 
 
 def make_block(kind: str, raw: str, link_chars: int) -> Block | None:

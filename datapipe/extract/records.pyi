@@ -1,4 +1,4 @@
-"""Types of the walk's block record (``records.pyx``; built by ``python -m datapipe.extract.build``)."""
+"""Types of the walk's records (``records.pyx``; built by ``python -m datapipe.extract.build``)."""
 
 class Block:
     kind: str
@@ -16,3 +16,30 @@ class Block:
         mask: int = 0,
         path: tuple[int, ...] = (-1, -1, -1, -1),
     ) -> None: ...
+    def _fields(self) -> tuple[str, str, int, int, int, tuple[int, ...]]: ...
+
+class Container:
+    kind: str
+    tier: int
+    start: int
+    end: int
+    chars: int
+    tag: str
+    attrs: dict[str, str | None] | None
+    skipped: bool
+    link_chars: int
+    def __init__(
+        self,
+        kind: str,
+        tier: int,
+        start: int,
+        end: int = -1,
+        chars: int = 0,
+        tag: str = "",
+        attrs: dict[str, str | None] | None = None,
+        skipped: bool = False,
+        link_chars: int = 0,
+    ) -> None: ...
+    @property
+    def name(self) -> str: ...
+    def _fields(self) -> tuple[str, int, int, int, int, str, dict[str, str | None] | None, bool, int]: ...

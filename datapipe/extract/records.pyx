@@ -1,10 +1,10 @@
 # cython: language_level=3
-"""The walk's record of a block (:class:`Block`), an extension type: the compiled walk makes a page's ~180 blocks
-and the compiled verdicts and block features read them, each field at its place in the record
-(``cimport``: ``records.pxd``). Why not the dataclass it was: each field set or read from compiled code went
-through Python's attribute lookup, ~30 ns (16 a block: six set by the walk, four read by the verdicts, six by the
-features), ~85 us of a page's ~2 ms on Trafilatura's evaluation pages. From Python it is the dataclass it was:
-the same constructor, fields, equality, ``repr`` and pickling.
+"""The walk's records of a page: :class:`Block` and :class:`Container`, extension types. The compiled walk makes a
+page's ~180 blocks and ~100 containers and the compiled verdicts and block features read them, each field at its
+place in the record (``cimport``: ``records.pxd``). Why not the dataclasses they were: each field set or read
+from compiled code went through Python's attribute lookup, ~30 ns (16 a block: six set by the walk, four read by
+the verdicts, six by the features; ~20 a container), ~150 us of a page's ~2 ms on Trafilatura's evaluation
+pages. From Python each is the dataclass it was: the same constructor, fields, equality, ``repr`` and pickling.
 """
 
 _DEFAULT_PATH = (-1, -1, -1, -1)
@@ -29,6 +29,7 @@ cdef class Block:
         self.path = path
 
     def _fields(self):
+        """The fields in order, as ``dataclasses.astuple`` gave them."""
         return (self.kind, self.text, self.link_chars, self.chars, self.mask, self.path)
 
     def __eq__(self, other):
@@ -51,3 +52,74 @@ cdef class Block:
 
     def __reduce__(self):
         return (Block, self._fields())
+
+
+cdef class Container:
+    """An element whose blocks are judged together: boilerplate by name (``kind`` "boiler"), a root candidate
+    (``kind`` "root", ``tier`` 1-3) or a part named a teaser (kind "root", :data:`datapipe.extract.names.TEASER_TIER`),
+    as the range of blocks it holds (``start`` to ``end``, -1 while open), with its characters (``chars``), its
+    ``tag`` and ``attrs``, whether the walk left it unread (``skipped``: its text measured, not visited) and, of
+    its characters, those in links (``link_chars``, set by :func:`datapipe.extract.rules.decide`)."""
+
+    def __init__(
+        self,
+        str kind,
+        int tier,
+        Py_ssize_t start,
+        Py_ssize_t end=-1,
+        Py_ssize_t chars=0,
+        str tag="",
+        object attrs=None,
+        bint skipped=False,
+        Py_ssize_t link_chars=0,
+    ):
+        self.kind = kind
+        self.tier = tier
+        self.start = start
+        self.end = end
+        self.chars = chars
+        self.tag = tag
+        self.attrs = attrs
+        self.skipped = skipped
+        self.link_chars = link_chars
+
+    @property
+    def name(self):
+        """Tag, role, id and class (``div@navigation#menu.main-nav|top``): what the audit shows. Written only
+        when asked for: most containers hold no kept-or-dropped block worth naming."""
+        out = self.tag
+        if self.attrs:
+            for key, mark in (("role", "@"), ("id", "#"), ("class", ".")):
+                value = self.attrs.get(key)
+                if value:
+                    out += mark + "|".join(value.split())
+        return out
+
+    def _fields(self):
+        """The fields in order, as ``dataclasses.astuple`` gave them."""
+        return (
+            self.kind, self.tier, self.start, self.end, self.chars, self.tag, self.attrs, self.skipped,
+            self.link_chars,
+        )
+
+    def __eq__(self, other):
+        if type(other) is not Container:
+            return NotImplemented
+        return self._fields() == (<Container> other)._fields()
+
+    def __ne__(self, other):
+        if type(other) is not Container:
+            return NotImplemented
+        return self._fields() != (<Container> other)._fields()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (
+            f"Container(kind={self.kind!r}, tier={self.tier!r}, start={self.start!r}, end={self.end!r}, "
+            f"chars={self.chars!r}, tag={self.tag!r}, attrs={self.attrs!r}, skipped={self.skipped!r}, "
+            f"link_chars={self.link_chars!r})"
+        )
+
+    def __reduce__(self):
+        return (Container, self._fields())

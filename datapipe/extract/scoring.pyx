@@ -20,7 +20,7 @@ from libc.stdlib cimport calloc, free, malloc
 import numpy as np
 cimport numpy as cnp
 
-from datapipe.extract.records cimport Block
+from datapipe.extract.records cimport Block, Container
 
 cnp.import_array()
 
@@ -494,6 +494,7 @@ cdef object _fill(
     """:func:`fill_features` with its scratch (zeroed, of the page's sizes)."""
     cdef Py_ssize_t n = len(blocks), i, j, k, d, col, level, width
     cdef Block b
+    cdef Container cont
     cdef list texts = [(<Block?> x).text for x in blocks]
     cdef cnp.ndarray[cnp.float32_t, ndim=2] stats = text_stats(texts)
     cdef dict seen = {}, reasons = {}

@@ -36,7 +36,7 @@ from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
-from datapipe.extract.records cimport Block
+from datapipe.extract.records cimport Block, Container
 
 
 cdef extern from *:
@@ -1158,7 +1158,7 @@ cdef class Walk:
     cdef size_t ntags
     cdef tuple names, kinds
     cdef object rules
-    cdef object make_block, container, hidden_style, roles
+    cdef object make_block, hidden_style, roles
     cdef Vocabulary vocab  # a class and id's verdict and groups
     cdef bint discussion  # judge names as on a discussion (names.classify_discussion)
     cdef double skip_share, wrapper_share, form_share
@@ -1168,7 +1168,6 @@ cdef class Walk:
     # what the page declares it is, in its body: each JSON-LD script's text and each microdata itemtype (read by
     # datapipe.extract.pagetype; the head's are read from the tree)
     cdef public list declared
-    cdef object new  # object.__new__: a container made without its dataclass's __init__ (new_container)
     cdef Gathered text
     cdef Py_ssize_t link_chars, link, boiler
     cdef Py_ssize_t page_chars  # the page's text (see page()), -1 until counted
@@ -1197,8 +1196,6 @@ cdef class Walk:
         self.vocab = rules.vocabulary
         self.discussion = rules.discussion
         self.make_block = rules.make_block
-        self.container = rules.container
-        self.new = object.__new__
         self.hidden_style = rules.hidden_style
         self.roles = rules.roles
         self.skip_share = rules.skip_share
@@ -1302,7 +1299,7 @@ cdef class Walk:
     ):
         """``Container(kind, tier, start, end, chars, tag, attrs, skipped)``, made as :meth:`new_block` makes a
         block (``link_chars`` 0, its default: the verdicts set it)."""
-        cdef object c = self.new(self.container)
+        cdef Container c = Container.__new__(Container)
         c.kind = kind
         c.tier = tier
         c.start = start
@@ -1667,7 +1664,7 @@ cdef class Walk:
 
     cdef int close_element(self, Open *closing) except -1:
         """What a structural element does after its children (``closing``: what :meth:`open_element` kept)."""
-        cdef object opened
+        cdef Container opened
         if (closing.flags & F_BLOCK or closing.own_kind) and self.text.parts:
             self.flush()
         self.kind = <str> <object> closing.outer

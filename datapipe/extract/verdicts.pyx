@@ -26,7 +26,7 @@ cdef extern from "Python.h":
 
 import re
 
-from datapipe.extract.records cimport Block
+from datapipe.extract.records cimport Block, Container
 
 from datapipe.extract import rules as _rules
 from datapipe.extract.blocks import WIDE_WEIGHT as _WIDE_WEIGHT
@@ -478,11 +478,15 @@ def decide(list blocks, list containers):
     cdef int *before = NULL
     cdef Py_ssize_t *roots_se = NULL
     cdef Py_ssize_t *cores_se = NULL
-    cdef object kind, label, c, r, item
+    cdef object kind, label, item
     cdef Block b
+    cdef Container c, r
     cdef list texts = [None] * n, labels = [None] * n, why
     cdef dict codes = _KIND_CODES, seen
-    for c in containers:  # only the walk's shapes: anything else is the reference's
+    for item in containers:  # only the walk's shapes: anything else is the reference's
+        if type(item) is not Container:
+            return _rules.decide(blocks, containers)
+        c = <Container> item
         s, e = c.start, c.end
         if s < 0 or e < 0 or s > n or e > n:
             return _rules.decide(blocks, containers)

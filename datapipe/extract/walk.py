@@ -18,7 +18,7 @@ from types import ModuleType
 
 from selectolax.lexbor import LexborHTMLParser
 
-from datapipe.extract.blocks import HEADINGS, ROOT_MIN_CHARS, Block, Container, make_block
+from datapipe.extract.blocks import HEADINGS, ROOT_MIN_CHARS, Block, make_block
 from datapipe.extract.names import (
     BOILERPLATE_ROLES,
     BOILERPLATE_TAGS,
@@ -89,8 +89,8 @@ def _tag_ids() -> dict[str, int]:
 class WalkRules:
     """What the compiled walk (:mod:`datapipe.extract.treewalk`) needs to know of the rules: per lexbor tag
     id, what the tag is to the walk (:data:`_WHAT`), its flags, name and block kind; and the callables it defers
-    to for a name's verdict, a preformatted block and a container (the other blocks it makes itself: a compiled
-    :class:`~datapipe.extract.records.Block`)."""
+    to for a name's verdict and a preformatted block (the other blocks and the containers it makes itself: the
+    compiled :mod:`datapipe.extract.records`)."""
 
     what: bytes
     flags: bytes
@@ -100,7 +100,6 @@ class WalkRules:
     # the class and id words (names.py) and the groups (signals.py) as the walk reads them: a treewalk.Vocabulary
     vocabulary: object
     make_block: Callable[[str, str, int], Block | None]
-    container: type[Container]
     hidden_style: Callable[[str], object]
     skip_share: float = SKIP_SHARE
     wrapper_share: float = WRAPPER_SHARE
@@ -160,7 +159,6 @@ def compiled() -> tuple[ModuleType, WalkRules]:
         BOILERPLATE_ROLES,
         vocabulary(treewalk, tuple(masks)),
         make_block,
-        Container,
         _HIDDEN_STYLE.search,
     )
     return treewalk, rules
