@@ -313,6 +313,10 @@ def test_the_folded_patterns_find_what_the_rules_find(trees: list[LexborHTMLPars
         assert verdicts.caption(text) == rules._is_caption(text), text
     with pytest.raises(ValueError, match="open with a letter"):
         verdicts.by_first_letter(["(?:a|b) c"])
+    with pytest.raises(ValueError, match="one alternative"):
+        verdicts.by_first_letter(["ab|ac"])  # grouped as a(?:b|ac), it would find "aac", not "ac"
+    phrases = [r"a[|]b", r"a\|c", "a(?:b|c)d", "a[]|]e", "a[^]|]f"]
+    assert verdicts.by_first_letter(phrases) == r"a(?:[|]b|\|c|(?:b|c)d|[]|]e|[^]|]f)"
 
 
 def test_the_compiled_head_and_title_are_selectolax_reads(trees: list[LexborHTMLParser]) -> None:

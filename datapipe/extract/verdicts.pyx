@@ -105,6 +105,33 @@ _names_kind = _rules._names_kind
 _APPEAL_KEYS = _rules._APPEAL_KEYS
 
 
+def _top_level_bar(str pattern):
+    """Whether ``pattern`` has a ``|`` outside every group and character class (an escaped one is a character)."""
+    cdef Py_ssize_t i = 0, n = len(pattern), depth = 0
+    cdef bint in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":  # a "]" first in a class is one of its characters
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
 def by_first_letter(phrases):
     """One pattern for ``"|".join(phrases)``, each phrase opening with a letter, that finds what it finds: the phrases
     grouped under their first letter (``s(?:upport ...|ign up ...)|j(?:oin ...)``), so that the engine tries at a
@@ -114,6 +141,8 @@ def by_first_letter(phrases):
     for phrase in phrases:
         if not phrase[:1].isalpha() or phrase[1:2] in ("?", "*", "+", "{"):
             raise ValueError(f"a phrase must open with a letter of its own: {phrase!r}")
+        if _top_level_bar(phrase):
+            raise ValueError(f"a phrase must be one alternative (no | outside a group): {phrase!r}")
         groups.setdefault(phrase[0], []).append(phrase[1:])
     return "|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items())
 
