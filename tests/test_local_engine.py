@@ -65,6 +65,16 @@ def test_writes_what_beam_writes_and_prints_its_lines(built_small, local_small):
     assert sum(" ran in " in s for s in proc.stdout.splitlines()) == len(list(out.glob("*/*/stage.json")))
 
 
+def test_the_experiment_record_names_the_commit_the_build_ran(local_small):
+    """``experiment.json``'s commit is asked as the build begins (not after its last stage): the checkout's."""
+    from datapipe.report.lineage import git_commit
+
+    out, _ = local_small
+    commit = git_commit()
+    assert commit is not None  # the tests run in a git checkout
+    assert json.loads((out / "experiment.json").read_text())["git_commit"] == commit
+
+
 def test_rerun_skips_everything(small_mixture, local_small):
     out, _ = local_small
     before = {k: v for k, v in tree_digest(out).items() if "experiment" not in k}

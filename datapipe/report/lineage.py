@@ -41,7 +41,11 @@ def git_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
-def experiment_record(output: str, runner: str, data_root: str, mixture_file: str) -> dict[str, object]:
+def experiment_record(
+    output: str, runner: str, data_root: str, mixture_file: str, commit: str | None
+) -> dict[str, object]:
+    """``experiment.json``'s record; ``commit``: :func:`git_commit`'s, as the build began (its caller asks it
+    then: the code the build ran is the code it started with)."""
     manifest, chains = mixture_chains(output)
     components = {}
     for name, chain in chains.items():
@@ -64,7 +68,7 @@ def experiment_record(output: str, runner: str, data_root: str, mixture_file: st
         components[name] = {"source": chain[0].source, "stages": stages}
     return {
         "datapipe_version": __version__,
-        "git_commit": git_commit(),
+        "git_commit": commit,
         "runner": runner,
         "mixture": manifest.name,
         "mixture_file": mixture_file,
@@ -74,9 +78,9 @@ def experiment_record(output: str, runner: str, data_root: str, mixture_file: st
     }
 
 
-def write_experiment(output: str, runner: str, data_root: str, mixture_file: str) -> str:
+def write_experiment(output: str, runner: str, data_root: str, mixture_file: str, commit: str | None) -> str:
     url = fs.join(output, EXPERIMENT)
-    doc = experiment_record(output, runner, data_root, mixture_file)
+    doc = experiment_record(output, runner, data_root, mixture_file, commit)
     fs.write_text_atomic(url, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return url
 
