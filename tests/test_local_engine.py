@@ -582,3 +582,17 @@ def test_the_launcher_starts_a_local_builds_fork_server_before_its_own_imports(t
         )  # fmt: skip
         assert proc.returncode == 2, proc.stderr  # the mixture does not exist: one line, status 2
         assert proc.stdout.splitlines()[0] == f"server running: {running}", proc.stdout
+
+
+def test_the_workers_stack_imports_no_http_client():
+    """The fork server's preload (the start's critical path) leaves urllib and http.client (~0.013 s) to a crawl
+    source's fetch, which imports them where it fetches."""
+    code = (
+        "import sys\n"
+        "import pipelines.local.preload\n"
+        "print('datapipe.extract.stage' in sys.modules, 'http.client' in sys.modules, "
+        "'urllib.request' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", "False", "False"]

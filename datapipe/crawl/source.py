@@ -21,8 +21,6 @@ import os
 import random
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -179,6 +177,9 @@ def estimate_fetch(urls: list[str], policy: FetchPolicy) -> FetchEstimate:
 
 def _size(url: str, policy: FetchPolicy) -> int:
     """A file's size from the source (an HTTP HEAD, or fsspec's), retried under the policy's back-off."""
+    import urllib.error  # here, not at the top: see datapipe.crawl.fetch._try
+    import urllib.request
+
     rng = random.Random(url)
     for attempt in range(policy.attempts):
         try:
