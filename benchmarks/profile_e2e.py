@@ -82,10 +82,15 @@ def ensure_py_spy() -> str:
 
 
 def categorize(raw: Path) -> Counter[str]:
-    """Samples per category from py-spy's raw (collapsed) output."""
+    """Samples per category from py-spy's raw (collapsed) output. A line without a sample count at its end (py-spy
+    has written a garbled one, 2026-12-07) is left out and said."""
     out: Counter[str] = Counter()
-    for line in raw.read_text().splitlines():
+    unreadable = 0
+    for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            unreadable += 1
+            continue
         frames = [f for f in stack.split(";") if not f.startswith("process ")]
         for frame in reversed(frames):
             hit = next((name for name, pat in CATEGORIES if pat.search(frame)), None)
@@ -94,6 +99,8 @@ def categorize(raw: Path) -> Counter[str]:
                 break
         else:
             out["other"] += int(count)
+    if unreadable:
+        print(f"profile_e2e: {raw}: {unreadable} line(s) without a sample count left out", file=sys.stderr)
     return out
 
 
