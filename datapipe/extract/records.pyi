@@ -1,6 +1,10 @@
 """Types of the walk's records (``records.pyx``; built by ``python -m datapipe.extract.build``)."""
 
-class Block:
+class Record:
+    FIELDS: tuple[str, ...]
+    def _fields(self) -> tuple[object, ...]: ...
+
+class Block(Record):
     kind: str
     text: str
     link_chars: int
@@ -16,9 +20,8 @@ class Block:
         mask: int = 0,
         path: tuple[int, ...] = (-1, -1, -1, -1),
     ) -> None: ...
-    def _fields(self) -> tuple[str, str, int, int, int, tuple[int, ...]]: ...
 
-class Container:
+class Container(Record):
     kind: str
     tier: int
     start: int
@@ -42,4 +45,3 @@ class Container:
     ) -> None: ...
     @property
     def name(self) -> str: ...
-    def _fields(self) -> tuple[str, int, int, int, int, str, dict[str, str | None] | None, bool, int]: ...

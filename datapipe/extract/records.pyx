@@ -1,16 +1,48 @@
 # cython: language_level=3
 """The walk's records of a page: :class:`Block` and :class:`Container`, extension types. The compiled walk makes a
 page's ~180 blocks and ~100 containers and the compiled verdicts and block features read them, each field at its
-place in the record (``cimport``: ``records.pxd``). Why not the dataclasses they were: each field set or read
-from compiled code went through Python's attribute lookup, ~30 ns (16 a block: six set by the walk, four read by
-the verdicts, six by the features; ~20 a container), ~150 us of a page's ~2 ms on Trafilatura's evaluation
-pages. From Python each is the dataclass it was: the same constructor, fields, equality, ``repr`` and pickling.
+place in the record (``cimport``: ``records.pxd``, where :func:`set_block` and :func:`set_container` write every
+field, for ``__init__`` and for the walk). Why not the dataclasses they were: each field set or read from
+compiled code went through Python's attribute lookup, ~30 ns (16 a block: six set by the walk, four read by the
+verdicts, six by the features; ~20 a container), ~150 us of a page's ~2 ms on Trafilatura's evaluation pages.
+From Python each is the dataclass it was (:class:`Record`): the same constructor, fields, equality, ``repr`` and
+pickling.
 """
 
 _DEFAULT_PATH = (-1, -1, -1, -1)
 
 
-cdef class Block:
+cdef class Record:
+    """What a dataclass gave the records, from their :attr:`FIELDS` in order: equality of the same type's fields,
+    no hash (mutable), ``repr`` and pickling by the constructor."""
+
+    FIELDS = ()
+
+    def _fields(self):
+        """The fields in order, as ``dataclasses.astuple`` gave them."""
+        return tuple([getattr(self, name) for name in self.FIELDS])
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __ne__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() != other._fields()
+
+    __hash__ = None  # mutable, as a dataclass with eq and not frozen
+
+    def __repr__(self):
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.FIELDS, self._fields()))
+        return f"{type(self).__name__}({fields})"
+
+    def __reduce__(self):
+        return (type(self), self._fields())
+
+
+cdef class Block(Record):
     """A run of text between block boundaries, with what the decision needs: its ``kind`` (``"p"``,
     ``"h1"``..``"h6"``, ``"li"``, ``"tr"``, ``"pre"``), ``text``, ``link_chars`` (of its characters, those in
     links), ``chars`` (its length), ``mask`` (the groups of tags and names around it,
@@ -18,48 +50,22 @@ cdef class Block:
     structural elements, numbered as the walk opened them, innermost last, -1 for a level it does not have: which
     blocks share a parent, a grandparent, ...: the block model's regions)."""
 
+    FIELDS = ("kind", "text", "link_chars", "chars", "mask", "path")
+
     def __init__(
         self, str kind, str text, Py_ssize_t link_chars, Py_ssize_t chars, object mask=0, tuple path=_DEFAULT_PATH
     ):
-        self.kind = kind
-        self.text = text
-        self.link_chars = link_chars
-        self.chars = chars
-        self.mask = mask
-        self.path = path
-
-    def _fields(self):
-        """The fields in order, as ``dataclasses.astuple`` gave them."""
-        return (self.kind, self.text, self.link_chars, self.chars, self.mask, self.path)
-
-    def __eq__(self, other):
-        if type(other) is not Block:
-            return NotImplemented
-        return self._fields() == (<Block> other)._fields()
-
-    def __ne__(self, other):
-        if type(other) is not Block:
-            return NotImplemented
-        return self._fields() != (<Block> other)._fields()
-
-    __hash__ = None  # mutable, as the dataclass (eq without frozen)
-
-    def __repr__(self):
-        return (
-            f"Block(kind={self.kind!r}, text={self.text!r}, link_chars={self.link_chars!r}, chars={self.chars!r}, "
-            f"mask={self.mask!r}, path={self.path!r})"
-        )
-
-    def __reduce__(self):
-        return (Block, self._fields())
+        set_block(self, kind, text, link_chars, chars, mask, path)
 
 
-cdef class Container:
+cdef class Container(Record):
     """An element whose blocks are judged together: boilerplate by name (``kind`` "boiler"), a root candidate
     (``kind`` "root", ``tier`` 1-3) or a part named a teaser (kind "root", :data:`datapipe.extract.names.TEASER_TIER`),
     as the range of blocks it holds (``start`` to ``end``, -1 while open), with its characters (``chars``), its
     ``tag`` and ``attrs``, whether the walk left it unread (``skipped``: its text measured, not visited) and, of
     its characters, those in links (``link_chars``, set by :func:`datapipe.extract.rules.decide`)."""
+
+    FIELDS = ("kind", "tier", "start", "end", "chars", "tag", "attrs", "skipped", "link_chars")
 
     def __init__(
         self,
@@ -73,15 +79,7 @@ cdef class Container:
         bint skipped=False,
         Py_ssize_t link_chars=0,
     ):
-        self.kind = kind
-        self.tier = tier
-        self.start = start
-        self.end = end
-        self.chars = chars
-        self.tag = tag
-        self.attrs = attrs
-        self.skipped = skipped
-        self.link_chars = link_chars
+        set_container(self, kind, tier, start, end, chars, tag, attrs, skipped, link_chars)
 
     @property
     def name(self):
@@ -94,32 +92,3 @@ cdef class Container:
                 if value:
                     out += mark + "|".join(value.split())
         return out
-
-    def _fields(self):
-        """The fields in order, as ``dataclasses.astuple`` gave them."""
-        return (
-            self.kind, self.tier, self.start, self.end, self.chars, self.tag, self.attrs, self.skipped,
-            self.link_chars,
-        )
-
-    def __eq__(self, other):
-        if type(other) is not Container:
-            return NotImplemented
-        return self._fields() == (<Container> other)._fields()
-
-    def __ne__(self, other):
-        if type(other) is not Container:
-            return NotImplemented
-        return self._fields() != (<Container> other)._fields()
-
-    __hash__ = None
-
-    def __repr__(self):
-        return (
-            f"Container(kind={self.kind!r}, tier={self.tier!r}, start={self.start!r}, end={self.end!r}, "
-            f"chars={self.chars!r}, tag={self.tag!r}, attrs={self.attrs!r}, skipped={self.skipped!r}, "
-            f"link_chars={self.link_chars!r})"
-        )
-
-    def __reduce__(self):
-        return (Container, self._fields())

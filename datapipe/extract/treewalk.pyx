@@ -36,7 +36,7 @@ from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
-from datapipe.extract.records cimport Block, Container
+from datapipe.extract.records cimport Block, Container, set_block, set_container
 
 
 cdef extern from *:
@@ -1283,15 +1283,8 @@ cdef class Walk:
 
     cdef object new_block(self, str text, Py_ssize_t link_chars, Py_ssize_t n):
         """``Block(kind, text, link_chars, n, mask, path)`` of the block being closed, made without a call to its
-        ``__init__`` and its fields set in place (:mod:`datapipe.extract.records`): every field is set here."""
-        cdef Block block = Block.__new__(Block)
-        block.kind = self.kind
-        block.text = text
-        block.link_chars = link_chars
-        block.chars = n
-        block.mask = self.mask()
-        block.path = self.tail()
-        return block
+        ``__init__`` (:mod:`datapipe.extract.records`)."""
+        return set_block(Block.__new__(Block), self.kind, text, link_chars, n, self.mask(), self.tail())
 
     cdef object new_container(
         self, str kind, int tier, Py_ssize_t start, Py_ssize_t end, Py_ssize_t chars, str tag, object attrs,
@@ -1299,17 +1292,7 @@ cdef class Walk:
     ):
         """``Container(kind, tier, start, end, chars, tag, attrs, skipped)``, made as :meth:`new_block` makes a
         block (``link_chars`` 0, its default: the verdicts set it)."""
-        cdef Container c = Container.__new__(Container)
-        c.kind = kind
-        c.tier = tier
-        c.start = start
-        c.end = end
-        c.chars = chars
-        c.tag = tag
-        c.attrs = attrs
-        c.skipped = skipped
-        c.link_chars = 0
-        return c
+        return set_container(Container.__new__(Container), kind, tier, start, end, chars, tag, attrs, skipped, 0)
 
     cdef object mask(self):
         """The groups of the open structural elements, as an int (a block's ``mask``)."""
