@@ -22,9 +22,8 @@ HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "treewalk.pyx"
 SCORING = HERE / "scoring.pyx"  # the learned extractor's block statistics and trees (no lexbor needed)
 VERDICTS = HERE / "verdicts.pyx"  # the rules' verdicts (rules.decide), compiled (no lexbor needed)
-RECORDS = (
-    HERE / "records.pyx"
-)  # the walk's block record, which the three read and write in place (records.pxd)
+# the walk's records (Block, Container), which the other three read and write in place (records.pxd)
+RECORDS = HERE / "records.pyx"
 MODULES = ("records", "treewalk", "scoring", "verdicts")
 HEADERS = "lexbor/source/"  # where the sdist keeps lexbor's headers, under its top folder
 
